@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Accounts is the balance table every shard shares (DESIGN.md "Balances
+// cross shards"). A (user, coin) cell holds two int64s, changed only by
+// atomic add or CAS:
+//
+//	avail: what the user may reserve or withdraw
+//	total: avail + frozen (frozen is derived: total - avail)
+//
+// A reservation is one CAS on avail; every change of a balance's total is one
+// atomic add on total, whose result is the finance record's afterAmount.
+//
+// Credits to avail are not applied by Apply: they are queued in the shard's
+// Engine and applied by Engine.Flush once the batch that made them is
+// durable. So no decision (a reservation or withdrawal on any shard) ever
+// rests on money a crash could take back: whatever a surviving journal
+// record decided was backed by credits journaled before it.
+type Accounts struct {
+	coins []Coin
+	nc    int // len(coins)
+
+	// pages holds users in fixed pages so that growth never moves a cell
+	// other shards are reading. Written only by the ledger shard (AddUser);
+	// the atomic pointers publish new pages.
+	pages [maxPages]atomic.Pointer[userPage]
+	n     atomic.Uint32 // users registered; idx < n are valid
+
+	// net is deposits minus withdrawals per coin (conservation check).
+	net []atomic.Int64
+
+	mu    sync.RWMutex // guards byUID (admin and start-up paths only)
+	byUID map[int64]UserIdx
+}
+
+const (
+	pageBits = 10
+	pageSize = 1 << pageBits
+	maxPages = 1 << 14 // 16M users
+)
+
+type cell struct {
+	avail atomic.Int64
+	total atomic.Int64
+}
+
+type userPage struct {
+	uid      [pageSize]int64
+	referrer [pageSize]int64
+	broker   [pageSize]bool
+	cells    []cell // pageSize * nc
+}
+
+// NewAccounts makes an empty table for coins (indexed by Coin.ID).
+func NewAccounts(coins []Coin) *Accounts {
+	for i, c := range coins {
+		if int(c.ID) != i {
+			panic("engine: coins must be indexed by ID")
+		}
+	}
+	return &Accounts{coins: coins, nc: len(coins), net: make([]atomic.Int64, len(coins)),
+		byUID: make(map[int64]UserIdx)}
+}
+
+// Coins returns the coins, indexed by CoinID.
+func (a *Accounts) Coins() []Coin { return a.coins }
+
+// NumUsers returns how many users are registered.
+func (a *Accounts) NumUsers() int { return int(a.n.Load()) }
+
+// Lookup returns the index of uid.
+func (a *Accounts) Lookup(uid int64) (UserIdx, bool) {
+	a.mu.RLock()
+	u, ok := a.byUID[uid]
+	a.mu.RUnlock()
+	return u, ok
+}
+
+// UID returns the external uid of user u.
+func (a *Accounts) UID(u UserIdx) int64 { return a.pages[u>>pageBits].Load().uid[u&(pageSize-1)] }
+
+// Broker reports whether u is a broker, and u's referrer uid (0 if none).
+func (a *Accounts) Broker(u UserIdx) (broker bool, referrer int64) {
+	p := a.pages[u>>pageBits].Load()
+	return p.broker[u&(pageSize-1)], p.referrer[u&(pageSize-1)]
+}
+
+// Valid reports whether u is registered with uid.
+func (a *Accounts) Valid(u UserIdx, uid int64) bool {
+	return uint32(u) < a.n.Load() && a.UID(u) == uid
+}
+
+// addUser registers uid. Only the ledger shard calls it (single writer).
+func (a *Accounts) addUser(uid int64, broker bool, referrer int64) (UserIdx, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.byUID[uid]; dup {
+		return 0, false
+	}
+	n := a.n.Load()
+	if n >= maxPages*pageSize {
+		return 0, false
+	}
+	p := a.pages[n>>pageBits].Load()
+	if p == nil {
+		p = &userPage{cells: make([]cell, pageSize*a.nc)}
+		a.pages[n>>pageBits].Store(p)
+	}
+	i := n & (pageSize - 1)
+	p.uid[i], p.broker[i], p.referrer[i] = uid, broker, referrer
+	a.byUID[uid] = UserIdx(n)
+	a.n.Store(n + 1) // publishes the user
+	return UserIdx(n), true
+}
+
+func (a *Accounts) cell(u UserIdx, c CoinID) *cell {
+	return &a.pages[u>>pageBits].Load().cells[int(u&(pageSize-1))*a.nc+int(c)]
+}
+
+// Net returns deposits minus withdrawals of c.
+func (a *Accounts) Net(c CoinID) Amount { return Amount(a.net[c].Load()) }
+
+// Available returns u's available balance of c.
+func (a *Accounts) Available(u UserIdx, c CoinID) Amount {
+	return Amount(a.cell(u, c).avail.Load())
+}
+
+// Total returns u's available+frozen balance of c.
+func (a *Accounts) Total(u UserIdx, c CoinID) Amount {
+	return Amount(a.cell(u, c).total.Load())
+}
+
+// Balance returns u's available and frozen balance of c. The two loads are
+// not one atomic read: callers that need a consistent view read while the
+// shards are quiet, or wait for the writes they saw to be durable.
+func (a *Accounts) Balance(u UserIdx, c CoinID) (avail, frozen Amount) {
+	cl := a.cell(u, c)
+	t := cl.total.Load()
+	v := cl.avail.Load()
+	return Amount(v), Amount(t - v)
+}
+
+// reserve takes x from u's available c if there is enough (live decision).
+func (a *Accounts) reserve(u UserIdx, c CoinID, x Amount) bool {
+	cl := a.cell(u, c)
+	for {
+		v := cl.avail.Load()
+		if v < int64(x) {
+			return false
+		}
+		if cl.avail.CompareAndSwap(v, v-int64(x)) {
+			return true
+		}
+	}
+}
+
+// debitAvail takes x from available unconditionally (replay of a recorded
+// reservation).
+func (a *Accounts) debitAvail(u UserIdx, c CoinID, x Amount) {
+	a.cell(u, c).avail.Add(-int64(x))
+}
+
+// addTotal changes u's total of c by d and returns the new total.
+func (a *Accounts) addTotal(u UserIdx, c CoinID, d Amount) Amount {
+	return Amount(a.cell(u, c).total.Add(int64(d)))
+}
+
+// SetBalance sets a cell outright; for snapshot loading only.
+func (a *Accounts) setBalance(u UserIdx, c CoinID, avail, total Amount) {
+	cl := a.cell(u, c)
+	cl.avail.Store(int64(avail))
+	cl.total.Store(int64(total))
+}
+
+// String describes the table's size (for logs).
+func (a *Accounts) String() string {
+	return fmt.Sprintf("accounts: %d users, %d coins", a.NumUsers(), a.nc)
+}

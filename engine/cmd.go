@@ -1,0 +1,56 @@
+package engine
+
+// CmdKind says what a command does.
+type CmdKind uint8
+
+const (
+	CmdPlace     CmdKind = 1 // place an order in Market
+	CmdCancel    CmdKind = 2 // cancel by OrderID, or by ClientID when OrderID is 0
+	CmdCancelAll CmdKind = 3 // cancel all of User's working orders in Market
+	CmdDeposit   CmdKind = 4 // credit Amount of Coin (ledger shard)
+	CmdWithdraw  CmdKind = 5 // debit Amount of Coin if available (ledger shard)
+	CmdAddUser   CmdKind = 6 // register UID (ledger shard); Text holds a key seed
+	cmdKindCount
+)
+
+// Cmd is one command. It is a plain value with no pointers so that rings and
+// journal batches hold it without allocation or GC scanning.
+//
+// The journal rule (DESIGN.md): Apply in live mode records in Dec every
+// decision it took from state its shard does not own; the journal stores the
+// command with Dec, and replay applies Dec instead of deciding again.
+type Cmd struct {
+	Kind   CmdKind
+	Side   Side
+	Type   OrderType
+	TIF    TIF
+	Market MarketID
+	Coin   CoinID
+	User   UserIdx // resolved by the edge from the API key; checked against UID
+	UID    int64   // the user's external uid (for the audit trail)
+	Price  Price
+	Qty    Qty
+	// OrderID addresses an order for CmdCancel (0: use ClientID).
+	OrderID int64
+	Amount  Amount
+	// Text is the client order id (CmdPlace, CmdCancel) or, for CmdAddUser,
+	// the seed the edge derives the user's API credentials from.
+	Text ClientID
+	// Broker and Referrer describe the user CmdAddUser registers.
+	Broker   bool
+	Referrer int64
+	Dec      Decision
+}
+
+// Decision is what a live Apply decided from state shared across shards.
+type Decision struct {
+	// Recorded is set by a live Apply; a command arriving with Recorded set
+	// is replayed: its outcome below is applied, not re-decided.
+	Recorded bool
+	// Reserved reports that the balance reservation (place) or debit
+	// (withdraw) succeeded.
+	Reserved bool
+}
+
+// Replaying reports whether Apply will replay c's recorded decisions.
+func (c *Cmd) Replaying() bool { return c.Dec.Recorded }

@@ -1,0 +1,201 @@
+package engine
+
+import "math/bits"
+
+// DecimalError is why a decimal string was refused. The values are
+// distinct so the edge can say exactly what was wrong.
+type DecimalError uint8
+
+const (
+	ErrDecimalEmpty     DecimalError = 1 // empty string
+	ErrDecimalSyntax    DecimalError = 2 // sign, exponent, NaN, spaces, stray characters
+	ErrDecimalPrecision DecimalError = 3 // a non-zero digit past the allowed scale
+	ErrDecimalRange     DecimalError = 4 // does not fit in int64 at the scale
+)
+
+func (e DecimalError) Error() string {
+	switch e {
+	case ErrDecimalEmpty:
+		return "engine: empty decimal"
+	case ErrDecimalSyntax:
+		return "engine: malformed decimal"
+	case ErrDecimalPrecision:
+		return "engine: too many decimal places"
+	case ErrDecimalRange:
+		return "engine: decimal out of range"
+	}
+	return "engine: bad decimal"
+}
+
+// MaxScale is the largest scale ParseFixed accepts.
+const MaxScale = 18
+
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
+// Pow10 returns 10^n for 0 <= n <= 18.
+func Pow10(n int) int64 { return pow10[n] }
+
+// ParseFixed parses an unsigned decimal string ("12", "12.5", "0.001") into
+// an integer count of 10^-scale units. Digits past the scale are allowed only
+// if they are zeros ("1.50" at scale 1 is 15). It allocates nothing.
+func ParseFixed(s []byte, scale int) (int64, error) {
+	if len(s) == 0 {
+		return 0, ErrDecimalEmpty
+	}
+	if scale < 0 || scale > MaxScale {
+		return 0, ErrDecimalRange
+	}
+	var v uint64
+	const limit = 1<<63 - 1
+	i, digits := 0, 0
+	for ; i < len(s) && s[i] != '.'; i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, ErrDecimalSyntax
+		}
+		if v > (limit-uint64(c))/10 {
+			return 0, ErrDecimalRange
+		}
+		v = v*10 + uint64(c)
+		digits++
+	}
+	frac := 0
+	if i < len(s) { // s[i] == '.'
+		i++
+		if i == len(s) {
+			return 0, ErrDecimalSyntax // "1."
+		}
+		precise := false
+		for ; i < len(s); i++ {
+			c := s[i] - '0'
+			if c > 9 {
+				return 0, ErrDecimalSyntax
+			}
+			if frac == scale {
+				if c != 0 {
+					precise = true
+				}
+				continue
+			}
+			if v > (limit-uint64(c))/10 {
+				return 0, ErrDecimalRange
+			}
+			v = v*10 + uint64(c)
+			frac++
+		}
+		if precise {
+			return 0, ErrDecimalPrecision
+		}
+	}
+	if digits == 0 {
+		return 0, ErrDecimalSyntax // ".5" and "."
+	}
+	for ; frac < scale; frac++ {
+		if v > limit/10 {
+			return 0, ErrDecimalRange
+		}
+		v *= 10
+	}
+	return int64(v), nil
+}
+
+// AppendFixed appends v (in 10^-scale units) with exactly scale decimals:
+// AppendFixed(nil, 1500, 3) is "1.500". Negative values get a leading '-'.
+func AppendFixed(dst []byte, v int64, scale int) []byte {
+	u := uint64(v)
+	if v < 0 {
+		dst = append(dst, '-')
+		u = uint64(-v) // -MinInt64 wraps to its own magnitude as uint64
+	}
+	var buf [24]byte
+	i := len(buf)
+	for n := 0; n < scale; n++ {
+		i--
+		buf[i] = byte('0' + u%10)
+		u /= 10
+	}
+	if scale > 0 {
+		i--
+		buf[i] = '.'
+	}
+	if u == 0 {
+		i--
+		buf[i] = '0'
+	}
+	for u > 0 {
+		i--
+		buf[i] = byte('0' + u%10)
+		u /= 10
+	}
+	return append(dst, buf[i:]...)
+}
+
+// AppendTrimmed appends v like AppendFixed but without trailing fractional
+// zeros ("1.500" becomes "1.5", "2.000" becomes "2").
+func AppendTrimmed(dst []byte, v int64, scale int) []byte {
+	start := len(dst)
+	dst = AppendFixed(dst, v, scale)
+	if scale == 0 {
+		return dst
+	}
+	end := len(dst)
+	for end > start && dst[end-1] == '0' {
+		end--
+	}
+	if dst[end-1] == '.' {
+		end--
+	}
+	return dst[:end]
+}
+
+// Decimals returns the number of fractional digits of a canonical decimal
+// string ("0.010" has 3) and its value at that scale, for config values such
+// as tickSize.
+func Decimals(s string) (scale int, units int64, err error) {
+	dot := -1
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			dot = i
+			break
+		}
+	}
+	if dot >= 0 {
+		scale = len(s) - dot - 1
+	}
+	if scale > MaxScale {
+		return 0, 0, ErrDecimalPrecision
+	}
+	units, err = ParseFixed([]byte(s), scale)
+	return scale, units, err
+}
+
+// mul returns a*b for non-negative a and b, and false if it overflows int64.
+func mul(a, b int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > 1<<63-1 {
+		return 0, false
+	}
+	return int64(lo), true
+}
+
+// mulDiv returns floor(a*b/d) for non-negative a, b and positive d, using a
+// 128-bit intermediate; false if the quotient overflows int64.
+func mulDiv(a, b, d int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(d) {
+		return 0, false
+	}
+	q, _ := bits.Div64(hi, lo, uint64(d))
+	if q > 1<<63-1 {
+		return 0, false
+	}
+	return int64(q), true
+}
+
+// RateScale is the scale of fee rates and price-band ratios: a rate r is
+// stored as r * 10^8.
+const (
+	RateDecimals       = 8
+	RateOne      int64 = 1e8
+)

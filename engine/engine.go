@@ -1,0 +1,303 @@
+package engine
+
+
+// Engine is one shard's deterministic state machine: the books and working
+// orders of the markets it owns, applied one command at a time. Balances
+// live in the shared Accounts.
+//
+// Invariants of the matching loop (checked in full by CheckInvariants):
+//   - a book is never crossed: after every command best bid < best ask;
+//   - every level's qty and count equal the sum over its orders;
+//   - a working order's reserved amount is exactly what its remainder needs
+//     (BUY: price*remaining in quote; SELL: remaining in base), so for each
+//     (user, coin) frozen = sum of reserved over working orders once credits
+//     are flushed;
+//   - fills never exceed either order's remainder, and trade at the resting
+//     order's price;
+//   - nothing is mutated before a command is fully validated and its
+//     reservation taken.
+type Engine struct {
+	shard  int
+	acc    *Accounts
+	feeUID int64
+
+	markets [MaxMarkets]*market // nil where another shard owns the market
+	owned   []*market           // owned markets in id order
+
+	pool pool
+	byID map[int64]handle
+
+	// pending credits to available balances, applied by Flush once the
+	// batch is durable (see Accounts).
+	pending []credit
+
+	// per-command context
+	seq    uint64
+	timeMs int64
+	k      int // bills written by this command
+	out    *Out
+}
+
+type credit struct {
+	u UserIdx
+	c CoinID
+	x Amount
+}
+
+type market struct {
+	spec      *MarketSpec
+	bids      side
+	asks      side
+	last      Price // last trade price, 0 before the first trade
+	nextOrder int64 // order sequence: ids are nextOrder<<10 | id
+	nextTrade int64
+	users     map[UserIdx]userList // each user's working orders, oldest first
+	cids      map[uint64]handle    // client id hash -> chain of orders
+}
+
+type userList struct {
+	head, tail handle
+	n          int32
+}
+
+// New makes the engine of shard number shard, owning markets. feeUID is the
+// account fees are credited to; it must be registered before the first fill.
+func New(shard int, acc *Accounts, markets []*MarketSpec, feeUID int64) *Engine {
+	e := &Engine{shard: shard, acc: acc, feeUID: feeUID, byID: make(map[int64]handle)}
+	for _, s := range markets {
+		m := &market{spec: s, asks: side{ask: true},
+			users: make(map[UserIdx]userList), cids: make(map[uint64]handle)}
+		e.markets[s.ID] = m
+	}
+	for _, m := range e.markets {
+		if m != nil {
+			e.owned = append(e.owned, m)
+		}
+	}
+	return e
+}
+
+// Shard returns the engine's shard number.
+func (e *Engine) Shard() int { return e.shard }
+
+// Accounts returns the shared balance table.
+func (e *Engine) Accounts() *Accounts { return e.acc }
+
+// Markets returns the specs of the markets this engine owns, in id order.
+func (e *Engine) Markets() []*MarketSpec {
+	s := make([]*MarketSpec, len(e.owned))
+	for i, m := range e.owned {
+		s[i] = m.spec
+	}
+	return s
+}
+
+// Owns reports whether this engine owns market id.
+func (e *Engine) Owns(id MarketID) bool { return id < MaxMarkets && e.markets[id] != nil }
+
+// WorkingOrders returns how many orders rest in this engine's books.
+func (e *Engine) WorkingOrders() int { return e.pool.live }
+
+// Apply applies c as command number seq at timeMs and writes what happened
+// to out. A live command (c.Dec.Recorded false) gets its cross-shard
+// decisions recorded in c.Dec; a replayed one has them applied. Client input
+// never panics: every problem is a Reject in out.
+func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
+	out.Reset()
+	e.seq, e.timeMs, e.k, e.out = seq, timeMs, 0, out
+	switch c.Kind {
+	case CmdPlace:
+		out.Reject = e.place(c)
+	case CmdCancel:
+		out.Reject = e.cancel(c)
+	case CmdCancelAll:
+		out.Reject = e.cancelAll(c)
+	case CmdDeposit:
+		out.Reject = e.deposit(c)
+	case CmdWithdraw:
+		out.Reject = e.withdraw(c)
+	case CmdAddUser:
+		out.Reject = e.addUser(c)
+	default:
+		out.Reject = RejectInvalidType
+	}
+	c.Dec.Recorded = true
+}
+
+// Flush applies the credits queued by the commands applied since the last
+// Flush. The shard runtime calls it after the batch is durable and before
+// any reply for it is sent.
+func (e *Engine) Flush() {
+	for _, cr := range e.pending {
+		e.acc.cell(cr.u, cr.c).avail.Add(int64(cr.x))
+	}
+	e.pending = e.pending[:0]
+}
+
+// Pending reports whether credits await Flush.
+func (e *Engine) Pending() bool { return len(e.pending) > 0 }
+
+func (e *Engine) credit(u UserIdx, c CoinID, x Amount) {
+	if x != 0 {
+		e.pending = append(e.pending, credit{u, c, x})
+	}
+}
+
+// bill changes u's total of c by delta and writes the finance record.
+func (e *Engine) bill(u UserIdx, c CoinID, biz BizType, delta, fee Amount, m MarketID, q Qty, quote Amount) {
+	if delta == 0 {
+		return
+	}
+	after := e.acc.addTotal(u, c, delta)
+	e.out.Bills = append(e.out.Bills, Bill{
+		BillID: BillID(e.seq, e.k, e.shard), UID: e.acc.UID(u), User: u, Coin: c, Biz: biz,
+		Market: m, FillQty: q, FillQuote: quote, Delta: delta, After: after, Fee: fee, TimeMs: e.timeMs,
+	})
+	e.k++
+}
+
+// reserve takes x of c from u: decided live, replayed from c.Dec otherwise.
+func (e *Engine) reserve(c *Cmd, u UserIdx, coin CoinID, x Amount) bool {
+	if c.Dec.Recorded {
+		if c.Dec.Reserved {
+			e.acc.debitAvail(u, coin, x)
+		}
+		return c.Dec.Reserved
+	}
+	c.Dec.Reserved = e.acc.reserve(u, coin, x)
+	return c.Dec.Reserved
+}
+
+func (e *Engine) market(id MarketID) *market {
+	if id >= MaxMarkets {
+		return nil
+	}
+	return e.markets[id]
+}
+
+// place validates and places an order. Nothing changes unless it returns OK.
+func (e *Engine) place(c *Cmd) Reject {
+	m := e.market(c.Market)
+	if m == nil {
+		return RejectUnknownMarket
+	}
+	if !e.acc.Valid(c.User, c.UID) {
+		return RejectUnknownUser
+	}
+	s := m.spec
+	if !s.EnableTrade {
+		return RejectTradingDisabled
+	}
+	var opp *side
+	switch c.Side {
+	case Buy:
+		opp = &m.asks
+	case Sell:
+		opp = &m.bids
+	default:
+		return RejectInvalidSide
+	}
+	if c.Qty <= 0 {
+		return RejectInvalidQuantity
+	}
+	if c.Qty < s.MinQty {
+		return RejectQuantityTooSmall
+	}
+	if c.Qty > s.MaxQty {
+		return RejectQuantityTooLarge
+	}
+	limit := c.Price
+	switch c.Type {
+	case Limit:
+		if c.TIF < GTC || c.TIF > PostOnly {
+			return RejectInvalidTimeInForce
+		}
+		if c.Price <= 0 {
+			return RejectInvalidPrice
+		}
+		if m.last > 0 && !inBand(s, c.Side, c.Price, m.last) {
+			return RejectPriceOutOfRange
+		}
+		if c.TIF == PostOnly {
+			if b := opp.best(); b != nil && crosses(c.Side, c.Price, b.price) {
+				return RejectPostOnlyWouldTake
+			}
+		}
+	case Market:
+		if c.Side == Buy && c.Qty > s.MarketBuyMax || c.Side == Sell && c.Qty > s.MarketSellMax {
+			return RejectQuantityTooLarge
+		}
+		limit = 0 // no liquidity: the order expires unfilled
+		if b := opp.best(); b != nil {
+			limit = protection(s, c.Side, b.price)
+		}
+	default:
+		return RejectInvalidType
+	}
+
+	id := (m.nextOrder+1)<<10 | int64(s.ID)
+	var cid ClientID
+	if c.Text.N > 0 {
+		cid = c.Text
+	} else {
+		cid = generatedClientID(id)
+	}
+	ch := cidHash(c.User, cid.Bytes())
+	if m.findCID(&e.pool, ch, c.User, cid.Bytes()) != 0 {
+		return RejectDuplicateClientOrderID
+	}
+
+	var res Amount
+	var coin CoinID
+	var ok bool
+	if c.Side == Buy {
+		coin = s.Quote
+		res, ok = s.Notional(limit, c.Qty)
+	} else {
+		coin = s.Base
+		res, ok = s.BaseAmount(c.Qty)
+	}
+	if !ok {
+		return RejectOverflow
+	}
+	if c.Type == Market && limit == 0 {
+		res = 0
+	}
+	if !e.reserve(c, c.User, coin, res) {
+		return RejectInsufficientBalance
+	}
+
+	// Validated and reserved: from here on the command takes effect.
+	m.nextOrder++
+	h := e.pool.alloc()
+	o := e.pool.get(h)
+	*o = order{id: id, price: limit, qty: c.Qty, reserved: res, timeMs: e.timeMs, updateMs: e.timeMs,
+		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cid: cid}
+	if c.Type == Market {
+		o.tif = IOC
+	}
+
+	bounded := false
+	if limit > 0 && (o.tif != FOK || e.fillable(m, opp, o)) {
+		bounded = e.match(m, opp, o)
+	}
+	if o.filled < o.qty && o.tif == GTC && !bounded {
+		e.rest(m, h, o, ch)
+	} else {
+		if o.filled < o.qty {
+			o.status = StatusExpired
+		}
+		e.credit(o.user, coin, o.reserved)
+		o.reserved = 0
+	}
+	v := e.view(o)
+	if c.Type == Market {
+		v.Price = 0
+	}
+	e.out.Updates = append(e.out.Updates, v)
+	e.out.Order, e.out.HasOrder = v, true
+	if !o.status.Working() {
+		e.pool.release(h)
+	}
+	return OK
+}

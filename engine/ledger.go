@@ -1,0 +1,106 @@
+package engine
+
+// cancel cancels one of the user's working orders, by id or client id.
+func (e *Engine) cancel(c *Cmd) Reject {
+	m := e.market(c.Market)
+	if m == nil {
+		return RejectUnknownMarket
+	}
+	h := e.lookup(m, c.User, c.OrderID, c.Text.Bytes())
+	if h == 0 {
+		return RejectUnknownOrder
+	}
+	e.remove(m, h, e.pool.get(h), StatusCanceled)
+	e.out.Order, e.out.HasOrder = e.out.Updates[len(e.out.Updates)-1], true
+	return OK
+}
+
+// lookup finds user u's working order in m by id, or by client id when id
+// is 0. Another user's order is not found.
+func (e *Engine) lookup(m *market, u UserIdx, id int64, cid []byte) handle {
+	if id != 0 {
+		h, ok := e.byID[id]
+		if !ok {
+			return 0
+		}
+		if o := e.pool.get(h); o.user != u || o.market != m.spec.ID {
+			return 0
+		}
+		return h
+	}
+	if len(cid) == 0 {
+		return 0
+	}
+	return m.findCID(&e.pool, cidHash(u, cid), u, cid)
+}
+
+// cancelAll cancels every working order of the user in the market, oldest
+// first. It succeeds (with no updates) when there is none.
+func (e *Engine) cancelAll(c *Cmd) Reject {
+	m := e.market(c.Market)
+	if m == nil {
+		return RejectUnknownMarket
+	}
+	for h := m.users[c.User].head; h != 0; {
+		o := e.pool.get(h)
+		next := o.unext
+		e.remove(m, h, o, StatusCanceled)
+		h = next
+	}
+	return OK
+}
+
+func (e *Engine) checkCoin(c *Cmd) Reject {
+	if int(c.Coin) >= len(e.acc.coins) {
+		return RejectUnknownCoin
+	}
+	if !e.acc.Valid(c.User, c.UID) {
+		return RejectUnknownUser
+	}
+	if c.Amount <= 0 {
+		return RejectInvalidAmount
+	}
+	return OK
+}
+
+// deposit credits the user. The credit to available waits for Flush.
+func (e *Engine) deposit(c *Cmd) Reject {
+	if r := e.checkCoin(c); r != OK {
+		return r
+	}
+	if e.acc.Total(c.User, c.Coin) > 1<<62-c.Amount {
+		return RejectOverflow // keep every total far from int64 overflow
+	}
+	e.out.BillID = BillID(e.seq, e.k, e.shard)
+	e.bill(c.User, c.Coin, BizDeposit, c.Amount, 0, 0, 0, 0)
+	e.credit(c.User, c.Coin, c.Amount)
+	e.acc.net[c.Coin].Add(int64(c.Amount))
+	return OK
+}
+
+// withdraw debits the user if enough is available (a recorded decision).
+func (e *Engine) withdraw(c *Cmd) Reject {
+	if r := e.checkCoin(c); r != OK {
+		return r
+	}
+	if !e.reserve(c, c.User, c.Coin, c.Amount) {
+		return RejectInsufficientBalance
+	}
+	e.out.BillID = BillID(e.seq, e.k, e.shard)
+	e.bill(c.User, c.Coin, BizWithdraw, -c.Amount, 0, 0, 0, 0)
+	e.acc.net[c.Coin].Add(-int64(c.Amount))
+	return OK
+}
+
+// addUser registers c.UID. Only the ledger shard applies it.
+func (e *Engine) addUser(c *Cmd) Reject {
+	if c.UID <= 0 {
+		return RejectUnknownUser
+	}
+	u, ok := e.acc.addUser(c.UID, c.Broker, c.Referrer)
+	if !ok {
+		return RejectUserExists
+	}
+	c.User = u
+	return OK
+}

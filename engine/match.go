@@ -1,0 +1,294 @@
+package engine
+
+// inBand reports whether limit price p is within the band around last.
+func inBand(s *MarketSpec, sd Side, p, last Price) bool {
+	if sd == Buy {
+		d, _ := mulDiv(int64(last), s.BuyBand, RateOne)
+		return p <= last+Price(d) // p <= floor(last*(1+band))
+	}
+	d, _ := mulDiv(int64(last), s.SellBand, RateOne)
+	return p >= last-Price(d) // p >= ceil(last*(1-band))
+}
+
+// protection returns a market order's worst acceptable price, ref moved by
+// the fallback ratio against the taker, rounded to a tick inside the range.
+func protection(s *MarketSpec, sd Side, ref Price) Price {
+	d, _ := mulDiv(int64(ref), s.FallbackRatio, RateOne)
+	if sd == Buy {
+		return ref + Price(d)
+	}
+	if p := ref - Price(d); p > 0 {
+		return p
+	}
+	return 1
+}
+
+// fillable reports whether o could be filled entirely now (FOK). Resting
+// orders of o's own user do not count: they would be expired, not traded.
+func (e *Engine) fillable(m *market, opp *side, o *order) bool {
+	need := o.qty
+	n := 0
+	for i := len(opp.levels) - 1; i >= 0; i-- {
+		lv := &opp.levels[i]
+		if !crosses(o.side, o.price, lv.price) {
+			return false
+		}
+		for h := lv.head; h != 0; h = e.pool.get(h).next {
+			r := e.pool.get(h)
+			if r.user == o.user {
+				continue
+			}
+			if n++; n > MaxFillsPerOrder {
+				return false
+			}
+			if need -= r.qty - r.filled; need <= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// match trades o against opp from the best level while prices cross. It
+// reports true if it stopped at MaxFillsPerOrder with o still unfilled.
+func (e *Engine) match(m *market, opp *side, o *order) bool {
+	for steps := 0; o.filled < o.qty; steps++ {
+		lv := opp.best()
+		if lv == nil || !crosses(o.side, o.price, lv.price) {
+			return false
+		}
+		if steps == MaxFillsPerOrder {
+			return true
+		}
+		mh := lv.head
+		mk := e.pool.get(mh)
+		if mk.user == o.user { // self-trade prevention: expire the maker
+			e.remove(m, mh, mk, StatusExpired)
+			continue
+		}
+		q := min(o.qty-o.filled, mk.qty-mk.filled)
+		lv.qty -= q
+		e.fill(m, o, mk, lv.price, q)
+		if mk.filled == mk.qty {
+			e.remove(m, mh, mk, StatusFilled)
+		}
+	}
+	return false
+}
+
+// fill trades q at price p between taker t and maker mk: money moves from
+// the payers' frozen funds to the receivers, less fees to the fee account.
+func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
+	s := m.spec
+	notional, _ := s.Notional(p, q) // <= the buyer's reservation: no overflow
+	base, _ := s.BaseAmount(q)
+	buyer, seller := t, mk
+	buyRate, sellRate := s.TakerRate, s.MakerRate
+	if t.side == Sell {
+		buyer, seller = mk, t
+		buyRate, sellRate = s.MakerRate, s.TakerRate
+	}
+	fee := e.feeUser()
+
+	// buyer: pays notional from frozen quote; the reservation made at its
+	// own (higher or equal) price for q is released, the difference credited.
+	held, _ := s.Notional(buyer.price, q)
+	buyer.reserved -= held
+	e.credit(buyer.user, s.Quote, held-notional)
+	e.bill(buyer.user, s.Quote, BizTradeOut, -notional, 0, s.ID, q, notional)
+	bf := Fee(base, buyRate)
+	e.bill(buyer.user, s.Base, BizTradeIn, base-bf, bf, s.ID, q, notional)
+	e.credit(buyer.user, s.Base, base-bf)
+
+	// seller: pays base from frozen, receives notional less its fee.
+	seller.reserved -= base
+	e.bill(seller.user, s.Base, BizTradeOut, -base, 0, s.ID, q, notional)
+	sf := Fee(notional, sellRate)
+	e.bill(seller.user, s.Quote, BizTradeIn, notional-sf, sf, s.ID, q, notional)
+	e.credit(seller.user, s.Quote, notional-sf)
+
+	e.bill(fee, s.Base, BizFee, bf, 0, s.ID, q, notional)
+	e.credit(fee, s.Base, bf)
+	e.bill(fee, s.Quote, BizFee, sf, 0, s.ID, q, notional)
+	e.credit(fee, s.Quote, sf)
+
+	if buyer.reserved < 0 || seller.reserved < 0 {
+		panic("engine: reservation underflow")
+	}
+	for _, o := range [2]*order{t, mk} {
+		o.filled += q
+		o.cumQuote += notional
+		o.updateMs = e.timeMs
+		o.status = StatusPartiallyFilled
+		if o.filled == o.qty {
+			o.status = StatusFilled
+		}
+	}
+	m.last = p
+	m.nextTrade++
+	tr := Trade{TradeID: m.nextTrade<<10 | int64(s.ID), Market: s.ID, TimeMs: e.timeMs, Price: p, Qty: q,
+		Quote: notional, TakerSide: t.side, MakerOrder: mk.id, TakerOrder: t.id,
+		MakerUID: e.acc.UID(mk.user), TakerUID: e.acc.UID(t.user)}
+	if t.side == Buy {
+		tr.TakerFee, tr.MakerFee = bf, sf
+	} else {
+		tr.TakerFee, tr.MakerFee = sf, bf
+	}
+	e.out.Trades = append(e.out.Trades, tr)
+	if mk.status != StatusFilled { // a filled maker reports from remove
+		e.out.Updates = append(e.out.Updates, e.view(mk))
+	}
+}
+
+// feeUser returns the fee account's index. It must exist before any fill.
+func (e *Engine) feeUser() UserIdx {
+	u, ok := e.acc.Lookup(e.feeUID)
+	if !ok {
+		panic("engine: fee account not registered")
+	}
+	return u
+}
+
+// rest puts o (already allocated as h) into its book, its user's list and
+// the client id index.
+func (e *Engine) rest(m *market, h handle, o *order, ch uint64) {
+	sd := &m.bids
+	if o.side == Sell {
+		sd = &m.asks
+	}
+	lv := sd.levelAt(o.price)
+	o.prev = lv.tail
+	if lv.tail != 0 {
+		e.pool.get(lv.tail).next = h
+	} else {
+		lv.head = h
+	}
+	lv.tail = h
+	lv.qty += o.qty - o.filled
+	lv.count++
+
+	ul := m.users[o.user]
+	o.uprev = ul.tail
+	if ul.tail != 0 {
+		e.pool.get(ul.tail).unext = h
+	} else {
+		ul.head = h
+	}
+	ul.tail = h
+	ul.n++
+	m.users[o.user] = ul
+
+	o.cnext = m.cids[ch]
+	m.cids[ch] = h
+	e.byID[o.id] = h
+}
+
+// remove takes working order o (handle h) out of the book and every index,
+// releases what it still reserves, reports it with status st, and frees it.
+func (e *Engine) remove(m *market, h handle, o *order, st Status) {
+	sd := &m.bids
+	coin := m.spec.Quote
+	if o.side == Sell {
+		sd = &m.asks
+		coin = m.spec.Base
+	}
+	i, ok := sd.find(o.price)
+	if !ok {
+		panic("engine: working order without a level")
+	}
+	lv := &sd.levels[i]
+	if o.prev != 0 {
+		e.pool.get(o.prev).next = o.next
+	} else {
+		lv.head = o.next
+	}
+	if o.next != 0 {
+		e.pool.get(o.next).prev = o.prev
+	} else {
+		lv.tail = o.prev
+	}
+	lv.qty -= o.qty - o.filled
+	lv.count--
+	if lv.count == 0 {
+		copy(sd.levels[i:], sd.levels[i+1:])
+		sd.levels = sd.levels[:len(sd.levels)-1]
+	}
+
+	ul := m.users[o.user]
+	if o.uprev != 0 {
+		e.pool.get(o.uprev).unext = o.unext
+	} else {
+		ul.head = o.unext
+	}
+	if o.unext != 0 {
+		e.pool.get(o.unext).uprev = o.uprev
+	} else {
+		ul.tail = o.uprev
+	}
+	ul.n--
+	m.users[o.user] = ul
+
+	ch := cidHash(o.user, o.cid.Bytes())
+	if m.cids[ch] == h {
+		if o.cnext != 0 {
+			m.cids[ch] = o.cnext
+		} else {
+			delete(m.cids, ch)
+		}
+	} else {
+		for p := m.cids[ch]; p != 0; p = e.pool.get(p).cnext {
+			if po := e.pool.get(p); po.cnext == h {
+				po.cnext = o.cnext
+				break
+			}
+		}
+	}
+	delete(e.byID, o.id)
+
+	e.credit(o.user, coin, o.reserved)
+	o.reserved = 0
+	if st != StatusFilled {
+		o.status = st
+		o.updateMs = e.timeMs
+	}
+	e.out.Updates = append(e.out.Updates, e.view(o))
+	e.pool.release(h)
+}
+
+// findCID returns the working order of user u in m with client id cid, or 0.
+func (m *market) findCID(p *pool, ch uint64, u UserIdx, cid []byte) handle {
+	for h := m.cids[ch]; h != 0; {
+		o := p.get(h)
+		if o.user == u && string(o.cid.Bytes()) == string(cid) {
+			return h
+		}
+		h = o.cnext
+	}
+	return 0
+}
+
+// cidHash is FNV-1a over the client id, mixed with the user.
+func cidHash(u UserIdx, cid []byte) uint64 {
+	h := uint64(14695981039346656037) ^ uint64(u)*0x9E3779B97F4A7C15
+	for _, b := range cid {
+		h ^= uint64(b)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// generatedClientID is the client id of an order placed without one:
+// "x-" and the order id. A client may not reuse it while that order works.
+func generatedClientID(id int64) ClientID {
+	var c ClientID
+	b := append(c.B[:0], 'x', '-')
+	b = AppendFixed(b, id, 0)
+	c.N = uint8(len(b))
+	return c
+}
+
+func (e *Engine) view(o *order) OrderView {
+	return OrderView{OrderID: o.id, UID: e.acc.UID(o.user), User: o.user, Market: o.market,
+		Side: o.side, Type: o.typ, TIF: o.tif, Status: o.status, Price: o.price, OrigQty: o.qty,
+		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.cid}
+}

@@ -1,0 +1,64 @@
+package engine
+
+// handle is an index into the order pool; 0 is no order.
+type handle int32
+
+// order is a working order. Orders live in a pool of fixed chunks (so growth
+// never copies them) and link into their price level's queue (prev/next),
+// their owner's list in the market (uprev/unext) and a client-id hash chain
+// (cnext).
+type order struct {
+	id       int64
+	price    Price
+	qty      Qty    // original
+	filled   Qty    // executed
+	cumQuote Amount // executed notional
+	reserved Amount // still frozen for this order
+	timeMs   int64
+	updateMs int64
+
+	prev, next   handle
+	uprev, unext handle
+	cnext        handle
+	user         UserIdx
+	market       MarketID
+	side         Side
+	typ          OrderType
+	tif          TIF
+	status       Status
+	cid          ClientID
+}
+
+const chunkBits = 12
+
+type pool struct {
+	chunks [][]order
+	free   []handle
+	n      int // handles handed out so far (high-water mark), excluding 0
+	live   int
+}
+
+func (p *pool) get(h handle) *order {
+	return &p.chunks[h>>chunkBits][h&(1<<chunkBits-1)]
+}
+
+func (p *pool) alloc() handle {
+	p.live++
+	if n := len(p.free); n > 0 {
+		h := p.free[n-1]
+		p.free = p.free[:n-1]
+		return h
+	}
+	p.n++
+	h := handle(p.n)
+	if int(h>>chunkBits) == len(p.chunks) {
+		p.chunks = append(p.chunks, make([]order, 1<<chunkBits))
+	}
+	return h
+}
+
+func (p *pool) release(h handle) {
+	*p.get(h) = order{}
+	p.free = append(p.free, h)
+	p.live--
+}

@@ -1,0 +1,62 @@
+package engine
+
+// Reject is why a command was refused. The list is append-only: values are
+// journaled and mapped to HTTP codes by the edge in one table.
+type Reject uint8
+
+const (
+	OK Reject = iota
+	RejectInsufficientBalance
+	RejectInvalidPrice     // not positive, or not a whole number of ticks
+	RejectInvalidQuantity  // not positive, or not a whole number of steps
+	RejectQuantityTooSmall // below minTradeAmount
+	RejectQuantityTooLarge // above maxTradeAmount or the market order cap
+	RejectPriceOutOfRange  // outside the band around the last price
+	RejectDuplicateClientOrderID
+	RejectUnknownOrder
+	RejectUnknownMarket
+	RejectUnknownUser
+	RejectUnknownCoin
+	RejectTradingDisabled
+	RejectInvalidTimeInForce
+	RejectInvalidType
+	RejectInvalidSide
+	RejectOverflow // an amount would not fit in int64
+	RejectPostOnlyWouldTake
+	RejectInvalidAmount // deposit/withdraw amount not positive
+	RejectUserExists
+	RejectNoLiquidity // reserved
+	rejectCount
+)
+
+var rejectNames = [...]string{
+	OK:                           "OK",
+	RejectInsufficientBalance:    "INSUFFICIENT_BALANCE",
+	RejectInvalidPrice:           "INVALID_PRICE",
+	RejectInvalidQuantity:        "INVALID_QUANTITY",
+	RejectQuantityTooSmall:       "QUANTITY_TOO_SMALL",
+	RejectQuantityTooLarge:       "QUANTITY_TOO_LARGE",
+	RejectPriceOutOfRange:        "PRICE_OUT_OF_RANGE",
+	RejectDuplicateClientOrderID: "DUPLICATE_CLIENT_ORDER_ID",
+	RejectUnknownOrder:           "ORDER_NOT_FOUND",
+	RejectUnknownMarket:          "INVALID_SYMBOL",
+	RejectUnknownUser:            "UNKNOWN_USER",
+	RejectUnknownCoin:            "UNKNOWN_COIN",
+	RejectTradingDisabled:        "TRADING_DISABLED",
+	RejectInvalidTimeInForce:     "INVALID_TIME_IN_FORCE",
+	RejectInvalidType:            "INVALID_TYPE",
+	RejectInvalidSide:            "INVALID_SIDE",
+	RejectOverflow:               "AMOUNT_OVERFLOW",
+	RejectPostOnlyWouldTake:      "POST_ONLY_WOULD_TAKE",
+	RejectInvalidAmount:          "INVALID_AMOUNT",
+	RejectUserExists:             "USER_EXISTS",
+	RejectNoLiquidity:            "NO_LIQUIDITY",
+}
+
+// String returns the stable upper-case name clients see as errorCode.
+func (r Reject) String() string {
+	if int(r) < len(rejectNames) {
+		return rejectNames[r]
+	}
+	return "UNKNOWN"
+}
