@@ -1,24 +1,305 @@
 package engine
 
-// AppendSnapshot appends the accounts table (users, cells, net per coin).
-// Call it only while no shard is applying (at a barrier) and after Flush.
-func (a *Accounts) AppendSnapshot(dst []byte) []byte { panic("engine: TODO") }
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
 
-// LoadSnapshot restores a table written by AppendSnapshot into an empty one.
-func (a *Accounts) LoadSnapshot(b []byte) error { panic("engine: TODO") }
+// Snapshots and the state hash share one canonical encoding, documented here
+// because the audit tool and the reference model reproduce it. All integers
+// are little-endian and fixed width.
+//
+// market:
+//
+//	u16 id | i64 last | i64 nextOrder | i64 nextTrade | u32 n | n x order
+//
+// with orders listed bids first then asks, each side from the best level to
+// the worst and each level in time priority; order:
+//
+//	i64 id | u32 user | u8 side | u8 type | u8 tif | u8 status |
+//	i64 price | i64 qty | i64 filled | i64 cumQuote | i64 reserved |
+//	i64 timeMs | i64 updateMs | u8 cidLen | cid bytes
+//
+// accounts:
+//
+//	u32 coins | u32 users | users x (i64 uid | u8 broker | i64 referrer |
+//	coins x (i64 avail | i64 total)) | coins x i64 net
+//
+// An engine snapshot is "ENG1" | u32 markets | markets; an accounts snapshot
+// is "ACC1" | accounts. StateHash is SHA-256 over "STATE1", every market
+// (from all engines) in id order, then the accounts encoding.
 
-// AppendSnapshot appends the state of every market e owns.
-func (e *Engine) AppendSnapshot(dst []byte) []byte { panic("engine: TODO") }
+var le = binary.LittleEndian
+
+const (
+	engineMagic   = "ENG1"
+	accountsMagic = "ACC1"
+)
+
+func appendMarket(dst []byte, e *Engine, m *market) []byte {
+	dst = le.AppendUint16(dst, uint16(m.spec.ID))
+	dst = le.AppendUint64(dst, uint64(m.last))
+	dst = le.AppendUint64(dst, uint64(m.nextOrder))
+	dst = le.AppendUint64(dst, uint64(m.nextTrade))
+	n := 0
+	for _, s := range [2]*side{&m.bids, &m.asks} {
+		for i := range s.levels {
+			n += int(s.levels[i].count)
+		}
+	}
+	dst = le.AppendUint32(dst, uint32(n))
+	for _, s := range [2]*side{&m.bids, &m.asks} {
+		for i := len(s.levels) - 1; i >= 0; i-- {
+			for h := s.levels[i].head; h != 0; {
+				o := e.pool.get(h)
+				dst = appendOrder(dst, o)
+				h = o.next
+			}
+		}
+	}
+	return dst
+}
+
+func appendOrder(dst []byte, o *order) []byte {
+	dst = le.AppendUint64(dst, uint64(o.id))
+	dst = le.AppendUint32(dst, uint32(o.user))
+	dst = append(dst, byte(o.side), byte(o.typ), byte(o.tif), byte(o.status))
+	for _, v := range [...]int64{int64(o.price), int64(o.qty), int64(o.filled), int64(o.cumQuote),
+		int64(o.reserved), o.timeMs, o.updateMs} {
+		dst = le.AppendUint64(dst, uint64(v))
+	}
+	dst = append(dst, o.cid.N)
+	return append(dst, o.cid.Bytes()...)
+}
+
+// AppendSnapshot appends the state of every market e owns. It panics if
+// credits are pending: snapshots are taken after Flush.
+func (e *Engine) AppendSnapshot(dst []byte) []byte {
+	if len(e.pending) != 0 {
+		panic("engine: snapshot with pending credits")
+	}
+	dst = append(dst, engineMagic...)
+	dst = le.AppendUint32(dst, uint32(len(e.owned)))
+	for _, m := range e.owned {
+		dst = appendMarket(dst, e, m)
+	}
+	return dst
+}
+
+var errShort = errors.New("engine: snapshot truncated")
+
+// reader decodes the canonical encoding; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil || len(r.b) < n {
+		r.err = errShort
+		return make([]byte, n)
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+func (r *reader) u8() uint8   { return r.take(1)[0] }
+func (r *reader) u16() uint16 { return le.Uint16(r.take(2)) }
+func (r *reader) u32() uint32 { return le.Uint32(r.take(4)) }
+func (r *reader) i64() int64  { return int64(le.Uint64(r.take(8))) }
 
 // LoadSnapshot restores markets written by AppendSnapshot into a new engine.
-func (e *Engine) LoadSnapshot(b []byte) error { panic("engine: TODO") }
+func (e *Engine) LoadSnapshot(b []byte) error {
+	r := &reader{b: b}
+	if string(r.take(4)) != engineMagic {
+		return errors.New("engine: not an engine snapshot")
+	}
+	nm := int(r.u32())
+	for i := 0; i < nm && r.err == nil; i++ {
+		id := MarketID(r.u16())
+		m := e.market(id)
+		if m == nil {
+			return fmt.Errorf("engine: snapshot has market %d, which this engine does not own", id)
+		}
+		m.last, m.nextOrder, m.nextTrade = Price(r.i64()), r.i64(), r.i64()
+		n := int(r.u32())
+		hs := make([]handle, 0, n)
+		for j := 0; j < n && r.err == nil; j++ {
+			h := e.pool.alloc()
+			o := e.pool.get(h)
+			o.id = r.i64()
+			o.user = UserIdx(r.u32())
+			o.side, o.typ, o.tif, o.status = Side(r.u8()), OrderType(r.u8()), TIF(r.u8()), Status(r.u8())
+			o.price, o.qty, o.filled, o.cumQuote = Price(r.i64()), Qty(r.i64()), Qty(r.i64()), Amount(r.i64())
+			o.reserved, o.timeMs, o.updateMs = Amount(r.i64()), r.i64(), r.i64()
+			o.market = id
+			cn := int(r.u8())
+			if cn > ClientIDMax {
+				return errors.New("engine: snapshot client id too long")
+			}
+			o.cid.N = uint8(copy(o.cid.B[:], r.take(cn)))
+			if r.err == nil && (o.side != Buy && o.side != Sell || !o.status.Working() || o.price <= 0) {
+				return fmt.Errorf("engine: snapshot order %d is malformed", o.id)
+			}
+			hs = append(hs, h)
+		}
+		if r.err != nil {
+			break
+		}
+		// Book order first (levels in time priority), then user lists in
+		// creation (id) order.
+		for _, h := range hs {
+			o := e.pool.get(h)
+			sd := &m.bids
+			if o.side == Sell {
+				sd = &m.asks
+			}
+			lv := sd.levelAt(o.price)
+			o.prev = lv.tail
+			if lv.tail != 0 {
+				e.pool.get(lv.tail).next = h
+			} else {
+				lv.head = h
+			}
+			lv.tail = h
+			lv.qty += o.qty - o.filled
+			lv.count++
+		}
+		slices.SortFunc(hs, func(a, b handle) int {
+			return cmp.Compare(e.pool.get(a).id>>10, e.pool.get(b).id>>10)
+		})
+		for _, h := range hs {
+			o := e.pool.get(h)
+			ul := m.users[o.user]
+			o.uprev = ul.tail
+			if ul.tail != 0 {
+				e.pool.get(ul.tail).unext = h
+			} else {
+				ul.head = h
+			}
+			ul.tail = h
+			ul.n++
+			m.users[o.user] = ul
+			ch := cidHash(o.user, o.cid.Bytes())
+			o.cnext = m.cids[ch]
+			m.cids[ch] = h
+			e.byID[o.id] = h
+		}
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.b) != 0 {
+		return errors.New("engine: trailing bytes in snapshot")
+	}
+	return nil
+}
+
+// appendAccounts appends the canonical accounts encoding, handing full
+// chunks to flush (if not nil) so hashing a large table needs little memory.
+func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte {
+	n := a.NumUsers()
+	dst = le.AppendUint32(dst, uint32(a.nc))
+	dst = le.AppendUint32(dst, uint32(n))
+	for u := UserIdx(0); int(u) < n; u++ {
+		broker, ref := a.Broker(u)
+		dst = le.AppendUint64(dst, uint64(a.UID(u)))
+		b := byte(0)
+		if broker {
+			b = 1
+		}
+		dst = append(dst, b)
+		dst = le.AppendUint64(dst, uint64(ref))
+		for c := 0; c < a.nc; c++ {
+			cl := a.cell(u, CoinID(c))
+			dst = le.AppendUint64(dst, uint64(cl.avail.Load()))
+			dst = le.AppendUint64(dst, uint64(cl.total.Load()))
+		}
+		if flush != nil && len(dst) > 1<<16 {
+			dst = flush(dst)
+		}
+	}
+	for c := range a.net {
+		dst = le.AppendUint64(dst, uint64(a.net[c].Load()))
+	}
+	return dst
+}
+
+// AppendSnapshot appends the accounts table (users, cells, net per coin).
+// Call it only while no shard is applying (at a barrier) and after Flush.
+func (a *Accounts) AppendSnapshot(dst []byte) []byte {
+	return a.appendAccounts(append(dst, accountsMagic...), nil)
+}
+
+// LoadSnapshot restores a table written by AppendSnapshot into an empty one.
+func (a *Accounts) LoadSnapshot(b []byte) error {
+	if a.NumUsers() != 0 {
+		return errors.New("engine: loading accounts into a non-empty table")
+	}
+	r := &reader{b: b}
+	if string(r.take(4)) != accountsMagic {
+		return errors.New("engine: not an accounts snapshot")
+	}
+	// Coins may be appended to the config between restarts, never removed.
+	nc := int(r.u32())
+	if nc > a.nc {
+		return fmt.Errorf("engine: snapshot has %d coins, config %d", nc, a.nc)
+	}
+	return a.loadUsers(r, nc)
+}
+
+func (a *Accounts) loadUsers(r *reader, nc int) error {
+	n := int(r.u32())
+	for i := 0; i < n && r.err == nil; i++ {
+		uid := r.i64()
+		broker := r.u8() == 1
+		ref := r.i64()
+		u, ok := a.addUser(uid, broker, ref)
+		if !ok {
+			return fmt.Errorf("engine: snapshot has user %d twice", uid)
+		}
+		for c := 0; c < nc; c++ {
+			avail, total := Amount(r.i64()), Amount(r.i64())
+			a.setBalance(u, CoinID(c), avail, total)
+		}
+	}
+	for c := 0; c < nc; c++ {
+		a.net[c].Store(r.i64())
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.b) != 0 {
+		return errors.New("engine: trailing bytes in accounts snapshot")
+	}
+	return nil
+}
 
 // StateHash is a deterministic hash of the whole state: every market's book,
 // orders and counters in market id order, then the accounts. It does not
-// depend on how markets are spread over engines.
-func StateHash(acc *Accounts, engines []*Engine) [32]byte { panic("engine: TODO") }
-
-// CheckInvariants checks the whole state (after Flush): books not crossed,
-// level aggregates, reservations equal to frozen balances, no negative
-// cell, money conserved per coin.
-func CheckInvariants(acc *Accounts, engines []*Engine) error { panic("engine: TODO") }
+// depend on how markets are spread over engines. Call it at a barrier,
+// after Flush.
+func StateHash(acc *Accounts, engines []*Engine) [32]byte {
+	h := sha256.New()
+	buf := append(make([]byte, 0, 1<<17), "STATE1"...)
+	flush := func(b []byte) []byte { h.Write(b); return b[:0] }
+	for id := 0; id < MaxMarkets; id++ {
+		for _, e := range engines {
+			if m := e.market(MarketID(id)); m != nil {
+				buf = appendMarket(buf, e, m)
+				if len(buf) > 1<<16 {
+					buf = flush(buf)
+				}
+			}
+		}
+	}
+	buf = acc.appendAccounts(buf, flush)
+	flush(buf)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}

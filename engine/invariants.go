@@ -1,0 +1,123 @@
+package engine
+
+import "fmt"
+
+// CheckInvariants checks the whole state: every book sorted and not crossed,
+// level aggregates equal to their orders, every working order's reservation
+// exactly what its remainder needs, frozen balances equal to the sum of the
+// reservations, no negative cell, and per coin the sum of all balances equal
+// to deposits minus withdrawals. It needs every engine flushed and no
+// command in flight (tests, barriers, the audit tool). It is O(state).
+func CheckInvariants(acc *Accounts, engines []*Engine) error {
+	type key struct {
+		u UserIdx
+		c CoinID
+	}
+	reserved := make(map[key]Amount)
+	for _, e := range engines {
+		if len(e.pending) != 0 {
+			return fmt.Errorf("engine: shard %d has unflushed credits", e.shard)
+		}
+		live := 0
+		for _, m := range e.owned {
+			n, err := e.checkMarket(m, func(o *order) {
+				c := m.spec.Quote
+				if o.side == Sell {
+					c = m.spec.Base
+				}
+				reserved[key{o.user, c}] += o.reserved
+			})
+			if err != nil {
+				return err
+			}
+			live += n
+		}
+		if live != e.pool.live || live != len(e.byID) {
+			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, len(e.byID))
+		}
+	}
+	sum := make([]Amount, acc.nc)
+	for u := UserIdx(0); int(u) < acc.NumUsers(); u++ {
+		for c := CoinID(0); int(c) < acc.nc; c++ {
+			avail, frozen := acc.Balance(u, c)
+			if avail < 0 || frozen < 0 {
+				return fmt.Errorf("engine: user %d %s: negative balance: available %d, frozen %d", acc.UID(u), acc.coins[c].Name, avail, frozen)
+			}
+			if want := reserved[key{u, c}]; frozen != want {
+				return fmt.Errorf("engine: user %d %s: frozen %d, working orders reserve %d", acc.UID(u), acc.coins[c].Name, frozen, want)
+			}
+			sum[c] += avail + frozen
+		}
+	}
+	for c := range sum {
+		if net := acc.Net(CoinID(c)); sum[c] != net {
+			return fmt.Errorf("engine: %s: balances sum to %d, deposits minus withdrawals is %d", acc.coins[c].Name, sum[c], net)
+		}
+	}
+	return nil
+}
+
+// checkMarket checks one market's book and returns its working order count.
+func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
+	s := m.spec
+	n := 0
+	for _, sd := range [2]*side{&m.bids, &m.asks} {
+		for i := range sd.levels {
+			lv := &sd.levels[i]
+			if i > 0 && !sd.better(lv.price, sd.levels[i-1].price) {
+				return 0, fmt.Errorf("engine: %s: levels out of order at %d", s.Symbol, lv.price)
+			}
+			var qty Qty
+			var count int32
+			prev := handle(0)
+			for h := lv.head; h != 0; h = e.pool.get(h).next {
+				o := e.pool.get(h)
+				if o.prev != prev || o.price != lv.price || (o.side == Sell) != sd.ask || !o.status.Working() ||
+					o.filled < 0 || o.filled >= o.qty || o.market != s.ID {
+					return 0, fmt.Errorf("engine: %s: order %d is inconsistent with its level %d", s.Symbol, o.id, lv.price)
+				}
+				if h2, ok := e.byID[o.id]; !ok || h2 != h {
+					return 0, fmt.Errorf("engine: %s: order %d is not indexed", s.Symbol, o.id)
+				}
+				var want Amount
+				if o.side == Buy {
+					want, _ = s.Notional(o.price, o.qty-o.filled)
+				} else {
+					want, _ = s.BaseAmount(o.qty - o.filled)
+				}
+				if o.reserved != want {
+					return 0, fmt.Errorf("engine: %s: order %d reserves %d, its remainder needs %d", s.Symbol, o.id, o.reserved, want)
+				}
+				each(o)
+				qty += o.qty - o.filled
+				count++
+				prev = h
+			}
+			if lv.tail != prev || lv.qty != qty || lv.count != count || count == 0 {
+				return 0, fmt.Errorf("engine: %s: level %d says %d orders/%d qty, has %d/%d", s.Symbol, lv.price, lv.count, lv.qty, count, qty)
+			}
+			n += int(count)
+		}
+	}
+	if b, a := m.bids.best(), m.asks.best(); b != nil && a != nil && b.price >= a.price {
+		return 0, fmt.Errorf("engine: %s: book crossed: bid %d >= ask %d", s.Symbol, b.price, a.price)
+	}
+	users := 0
+	for u, ul := range m.users {
+		k := int32(0)
+		for h := ul.head; h != 0; h = e.pool.get(h).unext {
+			if e.pool.get(h).user != u {
+				return 0, fmt.Errorf("engine: %s: user list of %d holds another user's order", s.Symbol, u)
+			}
+			k++
+		}
+		if k != ul.n {
+			return 0, fmt.Errorf("engine: %s: user %d list has %d orders, counts %d", s.Symbol, u, k, ul.n)
+		}
+		users += int(k)
+	}
+	if users != n {
+		return 0, fmt.Errorf("engine: %s: user lists hold %d orders, books %d", s.Symbol, users, n)
+	}
+	return n, nil
+}
