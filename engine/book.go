@@ -39,7 +39,18 @@ func (s *side) better(a, b Price) bool {
 // find returns the index where price is or would be inserted, and whether a
 // level with that price exists.
 func (s *side) find(p Price) (int, bool) {
-	lo, hi := 0, len(s.levels)
+	// Most lookups are near the touch, at the end of the slice: look at the
+	// last few levels before searching the rest.
+	n := len(s.levels)
+	for i := n - 1; i >= 0 && i >= n-4; i-- {
+		if lp := s.levels[i].price; !s.better(lp, p) { // levels[i] is not better than p
+			if lp == p {
+				return i, true
+			}
+			return i + 1, false
+		}
+	}
+	lo, hi := 0, max(n-4, 0)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if s.better(p, s.levels[mid].price) { // p sorts after mid

@@ -1,6 +1,5 @@
 package engine
 
-
 // Engine is one shard's deterministic state machine: the books and working
 // orders of the markets it owns, applied one command at a time. Balances
 // live in the shared Accounts.
@@ -25,7 +24,7 @@ type Engine struct {
 	owned   []*market           // owned markets in id order
 
 	pool pool
-	byID map[int64]handle
+	byID idmap // order id -> handle
 
 	// pending credits to available balances, applied by Flush once the
 	// batch is durable (see Accounts).
@@ -51,8 +50,48 @@ type market struct {
 	last      Price // last trade price, 0 before the first trade
 	nextOrder int64 // order sequence: ids are nextOrder<<10 | id
 	nextTrade int64
-	users     map[UserIdx]userList // each user's working orders, oldest first
-	cids      map[uint64]handle    // client id hash -> chain of orders
+	cids      idmap      // client id hash -> chain of orders (via cnext)
+	users     idmap      // user+1 -> index in lists
+	lists     []userList // each user's working orders, oldest first
+	freeLists []int32
+	// xForm counts working orders whose client-supplied id has the form of
+	// a generated one ("x-<digits>"). While it is 0, a generated id cannot
+	// clash with a working order's id, and placing needs no index lookup.
+	xForm int
+}
+
+// list returns u's working-order list in m, or nil.
+func (m *market) list(u UserIdx) *userList {
+	if i, ok := m.users.get(uint64(u) + 1); ok {
+		return &m.lists[i]
+	}
+	return nil
+}
+
+// listFor returns u's list and its index, creating an empty one.
+func (m *market) listFor(u UserIdx) (*userList, int32) {
+	if i, ok := m.users.get(uint64(u) + 1); ok {
+		return &m.lists[i], i
+	}
+	var i int32
+	if n := len(m.freeLists); n > 0 {
+		i = m.freeLists[n-1]
+		m.freeLists = m.freeLists[:n-1]
+	} else {
+		i = int32(len(m.lists))
+		m.lists = append(m.lists, userList{})
+	}
+	m.users.put(uint64(u)+1, i)
+	return &m.lists[i], i
+}
+
+// dropList forgets u's list once it is empty.
+func (m *market) dropList(u UserIdx) {
+	if i, ok := m.users.get(uint64(u) + 1); ok && m.lists[i].n == 0 {
+		m.users.del(uint64(u) + 1)
+		m.lists[i] = userList{}
+		m.freeLists = append(m.freeLists, i)
+	}
 }
 
 type userList struct {
@@ -63,10 +102,9 @@ type userList struct {
 // New makes the engine of shard number shard, owning markets. feeUID is the
 // account fees are credited to; it must be registered before the first fill.
 func New(shard int, acc *Accounts, markets []*MarketSpec, feeUID int64) *Engine {
-	e := &Engine{shard: shard, acc: acc, feeUID: feeUID, byID: make(map[int64]handle)}
+	e := &Engine{shard: shard, acc: acc, feeUID: feeUID}
 	for _, s := range markets {
-		m := &market{spec: s, asks: side{ask: true},
-			users: make(map[UserIdx]userList), cids: make(map[uint64]handle)}
+		m := &market{spec: s, asks: side{ask: true}}
 		e.markets[s.ID] = m
 	}
 	for _, m := range e.markets {
@@ -236,14 +274,13 @@ func (e *Engine) place(c *Cmd) Reject {
 	}
 
 	id := (m.nextOrder+1)<<10 | int64(s.ID)
-	var cid ClientID
+	gen := generatedClientID(id)
+	cid := gen
 	if c.Text.N > 0 {
 		cid = c.Text
-	} else {
-		cid = generatedClientID(id)
 	}
-	ch := cidHash(c.User, cid.Bytes())
-	if m.findCID(&e.pool, ch, c.User, cid.Bytes()) != 0 {
+	cidGen := cid.Equal(&gen)
+	if (!cidGen || m.xForm > 0) && e.lookup(m, c.User, 0, cid.Bytes()) != 0 {
 		return RejectDuplicateClientOrderID
 	}
 
@@ -272,7 +309,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	h := e.pool.alloc()
 	o := e.pool.get(h)
 	*o = order{id: id, price: limit, qty: c.Qty, reserved: res, timeMs: e.timeMs, updateMs: e.timeMs,
-		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cid: cid}
+		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cid: cid, cidGen: cidGen}
 	if c.Type == Market {
 		o.tif = IOC
 	}
@@ -282,7 +319,7 @@ func (e *Engine) place(c *Cmd) Reject {
 		bounded = e.match(m, opp, o)
 	}
 	if o.filled < o.qty && o.tif == GTC && !bounded {
-		e.rest(m, h, o, ch)
+		e.rest(m, h, o)
 	} else {
 		if o.filled < o.qty {
 			o.status = StatusExpired

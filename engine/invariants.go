@@ -32,8 +32,8 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 			}
 			live += n
 		}
-		if live != e.pool.live || live != len(e.byID) {
-			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, len(e.byID))
+		if live != e.pool.live || live != e.byID.len() {
+			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, e.byID.len())
 		}
 	}
 	sum := make([]Amount, acc.nc)
@@ -76,7 +76,11 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 					o.filled < 0 || o.filled >= o.qty || o.market != s.ID {
 					return 0, fmt.Errorf("engine: %s: order %d is inconsistent with its level %d", s.Symbol, o.id, lv.price)
 				}
-				if h2, ok := e.byID[o.id]; !ok || h2 != h {
+				gen := generatedClientID(o.id)
+				if e.lookup(m, o.user, 0, o.cid.Bytes()) != h || o.cidGen != o.cid.Equal(&gen) {
+					return 0, fmt.Errorf("engine: %s: order %d is not found by its client id", s.Symbol, o.id)
+				}
+				if h2, ok := e.byID.get(uint64(o.id)); !ok || handle(h2) != h {
 					return 0, fmt.Errorf("engine: %s: order %d is not indexed", s.Symbol, o.id)
 				}
 				var want Amount
@@ -103,7 +107,11 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 		return 0, fmt.Errorf("engine: %s: book crossed: bid %d >= ask %d", s.Symbol, b.price, a.price)
 	}
 	users := 0
-	for u, ul := range m.users {
+	for i, key := range m.users.keys {
+		if key == 0 {
+			continue
+		}
+		u, ul := UserIdx(key-1), m.lists[m.users.vals[i]]
 		k := int32(0)
 		for h := ul.head; h != 0; h = e.pool.get(h).unext {
 			if e.pool.get(h).user != u {

@@ -19,19 +19,30 @@ func (e *Engine) cancel(c *Cmd) Reject {
 // is 0. Another user's order is not found.
 func (e *Engine) lookup(m *market, u UserIdx, id int64, cid []byte) handle {
 	if id != 0 {
-		h, ok := e.byID[id]
-		if !ok {
+		v, ok := e.byID.get(uint64(id))
+		if !ok || id <= 0 {
 			return 0
 		}
-		if o := e.pool.get(h); o.user != u || o.market != m.spec.ID {
+		if o := e.pool.get(handle(v)); o.user != u || o.market != m.spec.ID {
 			return 0
 		}
-		return h
+		return handle(v)
 	}
 	if len(cid) == 0 {
 		return 0
 	}
-	return m.findCID(&e.pool, cidHash(u, cid), u, cid)
+	if h := m.findCID(&e.pool, cidHash(u, cid), u, cid); h != 0 {
+		return h
+	}
+	// A generated id is not indexed: it names its order.
+	if gid, ok := generatedForm(cid); ok {
+		if v, ok := e.byID.get(uint64(gid)); ok {
+			if o := e.pool.get(handle(v)); o.user == u && o.market == m.spec.ID && o.cidGen {
+				return handle(v)
+			}
+		}
+	}
+	return 0
 }
 
 // cancelAll cancels every working order of the user in the market, oldest
@@ -41,7 +52,11 @@ func (e *Engine) cancelAll(c *Cmd) Reject {
 	if m == nil {
 		return RejectUnknownMarket
 	}
-	for h := m.users[c.User].head; h != 0; {
+	ul := m.list(c.User)
+	if ul == nil {
+		return OK
+	}
+	for h := ul.head; h != 0; {
 		o := e.pool.get(h)
 		next := o.unext
 		e.remove(m, h, o, StatusCanceled)

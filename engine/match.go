@@ -151,7 +151,7 @@ func (e *Engine) feeUser() UserIdx {
 
 // rest puts o (already allocated as h) into its book, its user's list and
 // the client id index.
-func (e *Engine) rest(m *market, h handle, o *order, ch uint64) {
+func (e *Engine) rest(m *market, h handle, o *order) {
 	sd := &m.bids
 	if o.side == Sell {
 		sd = &m.asks
@@ -167,7 +167,14 @@ func (e *Engine) rest(m *market, h handle, o *order, ch uint64) {
 	lv.qty += o.qty - o.filled
 	lv.count++
 
-	ul := m.users[o.user]
+	e.index(m, h, o)
+}
+
+// index links resting order o into its user's list, the client id index
+// and the order id index.
+func (e *Engine) index(m *market, h handle, o *order) {
+	ul, li := m.listFor(o.user)
+	o.list = li
 	o.uprev = ul.tail
 	if ul.tail != 0 {
 		e.pool.get(ul.tail).unext = h
@@ -176,11 +183,17 @@ func (e *Engine) rest(m *market, h handle, o *order, ch uint64) {
 	}
 	ul.tail = h
 	ul.n++
-	m.users[o.user] = ul
 
-	o.cnext = m.cids[ch]
-	m.cids[ch] = h
-	e.byID[o.id] = h
+	if !o.cidGen {
+		ch := cidHash(o.user, o.cid.Bytes())
+		head, _ := m.cids.get(ch)
+		o.cnext = handle(head)
+		m.cids.put(ch, int32(h))
+		if _, x := generatedForm(o.cid.Bytes()); x {
+			m.xForm++
+		}
+	}
+	e.byID.put(uint64(o.id), int32(h))
 }
 
 // remove takes working order o (handle h) out of the book and every index,
@@ -214,7 +227,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 		sd.levels = sd.levels[:len(sd.levels)-1]
 	}
 
-	ul := m.users[o.user]
+	ul := &m.lists[o.list]
 	if o.uprev != 0 {
 		e.pool.get(o.uprev).unext = o.unext
 	} else {
@@ -225,25 +238,14 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	} else {
 		ul.tail = o.uprev
 	}
-	ul.n--
-	m.users[o.user] = ul
-
-	ch := cidHash(o.user, o.cid.Bytes())
-	if m.cids[ch] == h {
-		if o.cnext != 0 {
-			m.cids[ch] = o.cnext
-		} else {
-			delete(m.cids, ch)
-		}
-	} else {
-		for p := m.cids[ch]; p != 0; p = e.pool.get(p).cnext {
-			if po := e.pool.get(p); po.cnext == h {
-				po.cnext = o.cnext
-				break
-			}
-		}
+	if ul.n--; ul.n == 0 {
+		m.dropList(o.user)
 	}
-	delete(e.byID, o.id)
+
+	if !o.cidGen {
+		e.unindexCID(m, h, o)
+	}
+	e.byID.del(uint64(o.id))
 
 	e.credit(o.user, coin, o.reserved)
 	o.reserved = 0
@@ -257,7 +259,8 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 
 // findCID returns the working order of user u in m with client id cid, or 0.
 func (m *market) findCID(p *pool, ch uint64, u UserIdx, cid []byte) handle {
-	for h := m.cids[ch]; h != 0; {
+	head, _ := m.cids.get(ch)
+	for h := handle(head); h != 0; {
 		o := p.get(h)
 		if o.user == u && string(o.cid.Bytes()) == string(cid) {
 			return h
@@ -273,6 +276,9 @@ func cidHash(u UserIdx, cid []byte) uint64 {
 	for _, b := range cid {
 		h ^= uint64(b)
 		h *= 1099511628211
+	}
+	if h == 0 {
+		h = 1 // 0 marks an empty idmap slot
 	}
 	return h
 }
@@ -291,4 +297,46 @@ func (e *Engine) view(o *order) OrderView {
 	return OrderView{OrderID: o.id, UID: e.acc.UID(o.user), User: o.user, Market: o.market,
 		Side: o.side, Type: o.typ, TIF: o.tif, Status: o.status, Price: o.price, OrigQty: o.qty,
 		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.cid}
+}
+
+// unindexCID takes o out of m's client id index.
+func (e *Engine) unindexCID(m *market, h handle, o *order) {
+	if _, x := generatedForm(o.cid.Bytes()); x {
+		m.xForm--
+	}
+	ch := cidHash(o.user, o.cid.Bytes())
+	if head, _ := m.cids.get(ch); handle(head) == h {
+		if o.cnext != 0 {
+			m.cids.put(ch, int32(o.cnext))
+		} else {
+			m.cids.del(ch)
+		}
+		return
+	}
+	head, _ := m.cids.get(ch)
+	for p := handle(head); p != 0; p = e.pool.get(p).cnext {
+		if po := e.pool.get(p); po.cnext == h {
+			po.cnext = o.cnext
+			return
+		}
+	}
+	panic("engine: working order missing from the client id index")
+}
+
+// generatedForm reports whether cid reads "x-<id>" exactly as
+// generatedClientID writes it, and the id.
+func generatedForm(cid []byte) (int64, bool) {
+	if len(cid) < 3 || cid[0] != 'x' || cid[1] != '-' || cid[2] == '0' {
+		return 0, false
+	}
+	id, err := ParseFixed(cid[2:], 0)
+	if err != nil || len(cid) > 2+19 {
+		return 0, false
+	}
+	for _, b := range cid[2:] {
+		if b == '.' {
+			return 0, false
+		}
+	}
+	return id, true
 }

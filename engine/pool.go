@@ -20,12 +20,14 @@ type order struct {
 	prev, next   handle
 	uprev, unext handle
 	cnext        handle
+	list         int32 // index of the user's list in market.lists
 	user         UserIdx
 	market       MarketID
 	side         Side
 	typ          OrderType
 	tif          TIF
 	status       Status
+	cidGen       bool // cid is the generated "x-<id>": not in the cid index
 	cid          ClientID
 }
 

@@ -11,7 +11,11 @@ func (e *Engine) OpenOrders(u UserIdx, id MarketID, dst []OrderView) []OrderView
 		if id != AllMarkets && m.spec.ID != id {
 			continue
 		}
-		for h := m.users[u].head; h != 0; h = e.pool.get(h).unext {
+		ul := m.list(u)
+		if ul == nil {
+			continue
+		}
+		for h := ul.head; h != 0; h = e.pool.get(h).unext {
 			dst = append(dst, e.view(e.pool.get(h)))
 		}
 	}

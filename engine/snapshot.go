@@ -174,20 +174,9 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 		})
 		for _, h := range hs {
 			o := e.pool.get(h)
-			ul := m.users[o.user]
-			o.uprev = ul.tail
-			if ul.tail != 0 {
-				e.pool.get(ul.tail).unext = h
-			} else {
-				ul.head = h
-			}
-			ul.tail = h
-			ul.n++
-			m.users[o.user] = ul
-			ch := cidHash(o.user, o.cid.Bytes())
-			o.cnext = m.cids[ch]
-			m.cids[ch] = h
-			e.byID[o.id] = h
+			gen := generatedClientID(o.id)
+			o.cidGen = o.cid.Equal(&gen)
+			e.index(m, h, o)
 		}
 	}
 	if r.err != nil {

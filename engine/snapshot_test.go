@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -95,10 +96,23 @@ func (w *world) run(t testing.TB, seed uint64, n int) {
 				c.Price += 40
 			}
 			c.Qty = Qty(1 + r.Int64N(50))
+			switch r.IntN(10) { // client ids: reused ones, and ones that look generated
+			case 0, 1, 2:
+				c.Text.Set(fmt.Appendf(nil, "c%d", r.IntN(40)))
+			case 3:
+				c.Text.Set(fmt.Appendf(nil, "x-%d", (1+r.Int64N(4000))<<10|int64(c.Market)))
+			}
 		case k < 7:
 			c.Kind, c.Type, c.Side, c.Qty = CmdPlace, Market, Side(1+r.IntN(2)), Qty(1+r.Int64N(80))
 		case k < 8 && len(ids) > 0 || k == 9 && r.IntN(20) > 0 && len(ids) > 0:
 			c.Kind, c.OrderID = CmdCancel, ids[r.IntN(len(ids))]
+			if r.IntN(3) == 0 { // by client id
+				c.OrderID = 0
+				c.Text.Set(fmt.Appendf(nil, "c%d", r.IntN(40)))
+				if r.IntN(2) == 0 {
+					c.Text.Set(fmt.Appendf(nil, "x-%d", ids[r.IntN(len(ids))]))
+				}
+			}
 		default:
 			c.Kind = CmdCancelAll
 		}
