@@ -1,18 +1,23 @@
 package engine
 
-// A book side keeps its price levels in one slice sorted so that the best
-// level is last: bids by ascending price, asks by descending price. Orders
-// arrive and leave mostly near the touch, so inserts and removals move few
-// elements, and the best level is levels[len-1] with no search. Each level
-// is a FIFO of orders linked through the engine's order pool (price-time
-// priority).
+// A book side keeps its price levels sorted so that the best is last: bids
+// by ascending price, asks by descending price. Orders arrive and leave
+// mostly near the touch, so inserting or deleting a level moves few
+// elements, and the best level is the last one with no search.
 //
-// Cost: finding a level is a binary search, O(log L); inserting or removing
-// a level far from the touch moves the levels between it and the touch.
+// The sorted part is two parallel slices, prices (searched, dense in cache)
+// and level handles; the levels themselves live in the engine's level pool
+// and never move, so an order keeps its level's handle and reaches it in
+// O(1). A search (O(log L)) is needed only when a level is created or
+// emptied. Each level is a FIFO of orders (price-time priority).
 type side struct {
 	ask    bool
-	levels []level
+	prices []Price
+	lvls   []lvHandle
 }
+
+// lvHandle is an index into the engine's level pool; 0 is none.
+type lvHandle int32
 
 type level struct {
 	price      Price
@@ -41,9 +46,9 @@ func (s *side) better(a, b Price) bool {
 func (s *side) find(p Price) (int, bool) {
 	// Most lookups are near the touch, at the end of the slice: look at the
 	// last few levels before searching the rest.
-	n := len(s.levels)
+	n := len(s.prices)
 	for i := n - 1; i >= 0 && i >= n-4; i-- {
-		if lp := s.levels[i].price; !s.better(lp, p) { // levels[i] is not better than p
+		if lp := s.prices[i]; !s.better(lp, p) { // prices[i] is not better than p
 			if lp == p {
 				return i, true
 			}
@@ -53,42 +58,78 @@ func (s *side) find(p Price) (int, bool) {
 	lo, hi := 0, max(n-4, 0)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if s.better(p, s.levels[mid].price) { // p sorts after mid
+		if s.better(p, s.prices[mid]) { // p sorts after mid
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	return lo, lo < len(s.levels) && s.levels[lo].price == p
+	return lo, lo < n && s.prices[lo] == p
 }
 
-// best returns the best level, or nil.
-func (s *side) best() *level {
-	if len(s.levels) == 0 {
-		return nil
+// best returns the handle of the best level, or 0.
+func (s *side) best() lvHandle {
+	if len(s.lvls) == 0 {
+		return 0
 	}
-	return &s.levels[len(s.levels)-1]
+	return s.lvls[len(s.lvls)-1]
 }
 
-// levelAt returns the level for p, inserting an empty one if needed.
-func (s *side) levelAt(p Price) *level {
-	i, ok := s.find(p)
-	if !ok {
-		s.levels = append(s.levels, level{})
-		copy(s.levels[i+1:], s.levels[i:])
-		s.levels[i] = level{price: p}
+// bestPrice returns the best price, and false if the side is empty.
+func (s *side) bestPrice() (Price, bool) {
+	if len(s.prices) == 0 {
+		return 0, false
 	}
-	return &s.levels[i]
+	return s.prices[len(s.prices)-1], true
 }
 
-// remove deletes the (empty) level holding p.
-func (s *side) remove(p Price) {
+// insert puts level h with price p at position i.
+func (s *side) insert(i int, p Price, h lvHandle) {
+	s.prices = append(s.prices, 0)
+	copy(s.prices[i+1:], s.prices[i:])
+	s.prices[i] = p
+	s.lvls = append(s.lvls, 0)
+	copy(s.lvls[i+1:], s.lvls[i:])
+	s.lvls[i] = h
+}
+
+// delete removes the level with price p.
+func (s *side) delete(p Price) {
 	i, ok := s.find(p)
 	if !ok {
 		panic("engine: removing a missing level")
 	}
-	copy(s.levels[i:], s.levels[i+1:])
-	s.levels = s.levels[:len(s.levels)-1]
+	s.prices = append(s.prices[:i], s.prices[i+1:]...)
+	s.lvls = append(s.lvls[:i], s.lvls[i+1:]...)
+}
+
+// levels is the engine's pool of price levels.
+type levels struct {
+	l    []level // l[0] unused
+	free []lvHandle
+}
+
+func (p *levels) get(h lvHandle) *level { return &p.l[h] }
+
+func (p *levels) alloc(price Price) lvHandle {
+	var h lvHandle
+	if n := len(p.free); n > 0 {
+		h = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		if len(p.l) == 0 {
+			p.l = append(p.l, level{})
+		}
+		h = lvHandle(len(p.l))
+		p.l = append(p.l, level{})
+	}
+	p.l[h] = level{price: price}
+	return h
+}
+
+func (p *levels) release(h lvHandle) {
+	p.l[h] = level{}
+	p.free = append(p.free, h)
 }
 
 // crosses reports whether an incoming order at limit on the other side

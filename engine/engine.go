@@ -24,6 +24,7 @@ type Engine struct {
 	owned   []*market           // owned markets in id order
 
 	pool pool
+	lvls levels
 	byID idmap // order id -> handle
 
 	// pending credits to available balances, applied by Flush once the
@@ -257,7 +258,7 @@ func (e *Engine) place(c *Cmd) Reject {
 			return RejectPriceOutOfRange
 		}
 		if c.TIF == PostOnly {
-			if b := opp.best(); b != nil && crosses(c.Side, c.Price, b.price) {
+			if b, ok := opp.bestPrice(); ok && crosses(c.Side, c.Price, b) {
 				return RejectPostOnlyWouldTake
 			}
 		}
@@ -266,8 +267,8 @@ func (e *Engine) place(c *Cmd) Reject {
 			return RejectQuantityTooLarge
 		}
 		limit = 0 // no liquidity: the order expires unfilled
-		if b := opp.best(); b != nil {
-			limit = protection(s, c.Side, b.price)
+		if b, ok := opp.bestPrice(); ok {
+			limit = protection(s, c.Side, b)
 		}
 	default:
 		return RejectInvalidType

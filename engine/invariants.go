@@ -62,9 +62,12 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 	s := m.spec
 	n := 0
 	for _, sd := range [2]*side{&m.bids, &m.asks} {
-		for i := range sd.levels {
-			lv := &sd.levels[i]
-			if i > 0 && !sd.better(lv.price, sd.levels[i-1].price) {
+		if len(sd.prices) != len(sd.lvls) {
+			return 0, fmt.Errorf("engine: %s: %d prices for %d levels", s.Symbol, len(sd.prices), len(sd.lvls))
+		}
+		for i, lh := range sd.lvls {
+			lv := e.lvls.get(lh)
+			if lv.price != sd.prices[i] || i > 0 && !sd.better(lv.price, sd.prices[i-1]) {
 				return 0, fmt.Errorf("engine: %s: levels out of order at %d", s.Symbol, lv.price)
 			}
 			var qty Qty
@@ -72,7 +75,7 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 			prev := handle(0)
 			for h := lv.head; h != 0; h = e.pool.get(h).next {
 				o := e.pool.get(h)
-				if o.prev != prev || o.price != lv.price || (o.side == Sell) != sd.ask || !o.status.Working() ||
+				if o.prev != prev || o.price != lv.price || o.lvl != lh || (o.side == Sell) != sd.ask || !o.status.Working() ||
 					o.filled < 0 || o.filled >= o.qty || o.market != s.ID {
 					return 0, fmt.Errorf("engine: %s: order %d is inconsistent with its level %d", s.Symbol, o.id, lv.price)
 				}
@@ -103,8 +106,10 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 			n += int(count)
 		}
 	}
-	if b, a := m.bids.best(), m.asks.best(); b != nil && a != nil && b.price >= a.price {
-		return 0, fmt.Errorf("engine: %s: book crossed: bid %d >= ask %d", s.Symbol, b.price, a.price)
+	b, bok := m.bids.bestPrice()
+	a, aok := m.asks.bestPrice()
+	if bok && aok && b >= a {
+		return 0, fmt.Errorf("engine: %s: book crossed: bid %d >= ask %d", s.Symbol, b, a)
 	}
 	users := 0
 	for i, key := range m.users.keys {

@@ -1,5 +1,7 @@
 package engine
 
+import "strconv"
+
 // inBand reports whether limit price p is within the band around last.
 func inBand(s *MarketSpec, sd Side, p, last Price) bool {
 	if sd == Buy {
@@ -28,8 +30,8 @@ func protection(s *MarketSpec, sd Side, ref Price) Price {
 func (e *Engine) fillable(m *market, opp *side, o *order) bool {
 	need := o.qty
 	n := 0
-	for i := len(opp.levels) - 1; i >= 0; i-- {
-		lv := &opp.levels[i]
+	for i := len(opp.lvls) - 1; i >= 0; i-- {
+		lv := e.lvls.get(opp.lvls[i])
 		if !crosses(o.side, o.price, lv.price) {
 			return false
 		}
@@ -53,8 +55,12 @@ func (e *Engine) fillable(m *market, opp *side, o *order) bool {
 // reports true if it stopped at MaxFillsPerOrder with o still unfilled.
 func (e *Engine) match(m *market, opp *side, o *order) bool {
 	for steps := 0; o.filled < o.qty; steps++ {
-		lv := opp.best()
-		if lv == nil || !crosses(o.side, o.price, lv.price) {
+		lh := opp.best()
+		if lh == 0 {
+			return false
+		}
+		lv := e.lvls.get(lh)
+		if !crosses(o.side, o.price, lv.price) {
 			return false
 		}
 		if steps == MaxFillsPerOrder {
@@ -156,7 +162,23 @@ func (e *Engine) rest(m *market, h handle, o *order) {
 	if o.side == Sell {
 		sd = &m.asks
 	}
-	lv := sd.levelAt(o.price)
+	e.link(sd, h, o)
+	e.index(m, h, o)
+}
+
+// link appends o (handle h) to its price level's queue on sd, creating the
+// level if needed.
+func (e *Engine) link(sd *side, h handle, o *order) {
+	i, ok := sd.find(o.price)
+	var lh lvHandle
+	if ok {
+		lh = sd.lvls[i]
+	} else {
+		lh = e.lvls.alloc(o.price)
+		sd.insert(i, o.price, lh)
+	}
+	o.lvl = lh
+	lv := e.lvls.get(lh)
 	o.prev = lv.tail
 	if lv.tail != 0 {
 		e.pool.get(lv.tail).next = h
@@ -166,8 +188,6 @@ func (e *Engine) rest(m *market, h handle, o *order) {
 	lv.tail = h
 	lv.qty += o.qty - o.filled
 	lv.count++
-
-	e.index(m, h, o)
 }
 
 // index links resting order o into its user's list, the client id index
@@ -205,11 +225,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 		sd = &m.asks
 		coin = m.spec.Base
 	}
-	i, ok := sd.find(o.price)
-	if !ok {
-		panic("engine: working order without a level")
-	}
-	lv := &sd.levels[i]
+	lv := e.lvls.get(o.lvl)
 	if o.prev != 0 {
 		e.pool.get(o.prev).next = o.next
 	} else {
@@ -223,8 +239,8 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	lv.qty -= o.qty - o.filled
 	lv.count--
 	if lv.count == 0 {
-		copy(sd.levels[i:], sd.levels[i+1:])
-		sd.levels = sd.levels[:len(sd.levels)-1]
+		sd.delete(o.price)
+		e.lvls.release(o.lvl)
 	}
 
 	ul := &m.lists[o.list]
@@ -288,7 +304,7 @@ func cidHash(u UserIdx, cid []byte) uint64 {
 func generatedClientID(id int64) ClientID {
 	var c ClientID
 	b := append(c.B[:0], 'x', '-')
-	b = AppendFixed(b, id, 0)
+	b = strconv.AppendInt(b, id, 10)
 	c.N = uint8(len(b))
 	return c
 }

@@ -20,7 +20,8 @@ type order struct {
 	prev, next   handle
 	uprev, unext handle
 	cnext        handle
-	list         int32 // index of the user's list in market.lists
+	list         int32    // index of the user's list in market.lists
+	lvl          lvHandle // the order's price level
 	user         UserIdx
 	market       MarketID
 	side         Side

@@ -57,8 +57,8 @@ func (e *Engine) Depth(id MarketID, limit int, bids, asks []Level) ([]Level, []L
 		return bids, asks
 	}
 	app := func(dst []Level, s *side) []Level {
-		for i, n := len(s.levels)-1, 0; i >= 0 && n < limit; i, n = i-1, n+1 {
-			lv := &s.levels[i]
+		for i, n := len(s.lvls)-1, 0; i >= 0 && n < limit; i, n = i-1, n+1 {
+			lv := e.lvls.get(s.lvls[i])
 			dst = append(dst, Level{Price: lv.price, Qty: lv.qty, Count: lv.count})
 		}
 		return dst

@@ -47,14 +47,14 @@ func appendMarket(dst []byte, e *Engine, m *market) []byte {
 	dst = le.AppendUint64(dst, uint64(m.nextTrade))
 	n := 0
 	for _, s := range [2]*side{&m.bids, &m.asks} {
-		for i := range s.levels {
-			n += int(s.levels[i].count)
+		for _, lh := range s.lvls {
+			n += int(e.lvls.get(lh).count)
 		}
 	}
 	dst = le.AppendUint32(dst, uint32(n))
 	for _, s := range [2]*side{&m.bids, &m.asks} {
-		for i := len(s.levels) - 1; i >= 0; i-- {
-			for h := s.levels[i].head; h != 0; {
+		for i := len(s.lvls) - 1; i >= 0; i-- {
+			for h := e.lvls.get(s.lvls[i]).head; h != 0; {
 				o := e.pool.get(h)
 				dst = appendOrder(dst, o)
 				h = o.next
@@ -158,16 +158,7 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 			if o.side == Sell {
 				sd = &m.asks
 			}
-			lv := sd.levelAt(o.price)
-			o.prev = lv.tail
-			if lv.tail != 0 {
-				e.pool.get(lv.tail).next = h
-			} else {
-				lv.head = h
-			}
-			lv.tail = h
-			lv.qty += o.qty - o.filled
-			lv.count++
+			e.link(sd, h, o)
 		}
 		slices.SortFunc(hs, func(a, b handle) int {
 			return cmp.Compare(e.pool.get(a).id>>10, e.pool.get(b).id>>10)
