@@ -19,6 +19,7 @@ type Engine struct {
 	shard  int
 	acc    *Accounts
 	feeUID int64
+	fee    UserIdx // feeUID's index, once looked up (fee+1; 0: not yet)
 
 	markets [MaxMarkets]*market // nil where another shard owns the market
 	owned   []*market           // owned markets in id order

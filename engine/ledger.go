@@ -83,8 +83,11 @@ func (e *Engine) deposit(c *Cmd) Reject {
 	if r := e.checkCoin(c); r != OK {
 		return r
 	}
-	if e.acc.Total(c.User, c.Coin) > 1<<62-c.Amount {
-		return RejectOverflow // keep every total far from int64 overflow
+	if e.acc.Net(c.Coin) > maxSupply-c.Amount {
+		// Every balance is part of the coin's supply, so capping the supply
+		// keeps every cell, the fee account's included, far from overflow.
+		// Only the ledger shard changes Net, so the check cannot race.
+		return RejectOverflow
 	}
 	e.out.BillID = BillID(e.seq, e.k, e.shard)
 	e.bill(c.User, c.Coin, BizDeposit, c.Amount, 0, 0, 0, 0)
@@ -92,6 +95,10 @@ func (e *Engine) deposit(c *Cmd) Reject {
 	e.acc.net[c.Coin].Add(int64(c.Amount))
 	return OK
 }
+
+// maxSupply bounds deposits minus withdrawals of one coin (about 4.6e18
+// units: 46 billion coins at scale 8).
+const maxSupply Amount = 1 << 62
 
 // withdraw debits the user if enough is available (a recorded decision).
 func (e *Engine) withdraw(c *Cmd) Reject {

@@ -148,11 +148,14 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 
 // feeUser returns the fee account's index. It must exist before any fill.
 func (e *Engine) feeUser() UserIdx {
-	u, ok := e.acc.Lookup(e.feeUID)
-	if !ok {
-		panic("engine: fee account not registered")
+	if e.fee == 0 {
+		u, ok := e.acc.Lookup(e.feeUID)
+		if !ok {
+			panic("engine: fee account not registered")
+		}
+		e.fee = u + 1
 	}
-	return u
+	return e.fee - 1
 }
 
 // rest puts o (already allocated as h) into its book, its user's list and
