@@ -67,6 +67,8 @@ type Request struct {
 	Last       engine.Price
 	Seq        uint64
 	TimeMs     int64
+
+	rt reqState // runtime state, owned by this package (request.go)
 }
 
 // Balance is one coin of a user's balance.

@@ -1,0 +1,86 @@
+// Package journal runs the exchange core: one goroutine per shard, each
+// with a bounded lock-free ring in front of it and a stream of journal
+// records behind it, all in one Pebble DB.
+//
+// # Shards
+//
+// Options.Shards market shards (persisted at creation) own the markets m
+// with int(m) % N == shard; one more shard, the ledger (number N), applies
+// deposits, withdrawals and user registrations. Shard numbers are < 64
+// because they are packed into bill ids.
+//
+// # The shard loop
+//
+// A shard drains up to 4096 requests from its ring, stamps the batch with
+// timeMs = max(previous, wall clock), gives every command seq = previous+1,
+// applies it to its engine (recording cross-shard decisions in Cmd.Dec),
+// answers in-shard queries in order, then writes ONE journal record for the
+// batch plus the history rows the commands produced in ONE Pebble batch,
+// commits it with Sync, calls Engine.Flush (credits become available only
+// once durable) and only then wakes the waiting requests.
+//
+// # Keys
+//
+// See keys.go. Journal records are keyed "j" shard(1) firstSeq(8, big
+// endian), so one shard's records are contiguous and in sequence order.
+//
+// # Journal record, version 1
+//
+// One Pebble value per batch; integers little-endian:
+//
+//	offset size  field
+//	0      1     version (1)
+//	1      1     shard
+//	2      2     reserved, zero
+//	4      8     firstSeq: seq of the first command; command i has firstSeq+i
+//	12     4     count: number of commands (>= 1)
+//	16     8     timeMs of the batch (int64)
+//	24     ...   count commands, each:
+//	              0  1  Kind
+//	              1  1  Side
+//	              2  1  Type
+//	              3  1  TIF
+//	              4  2  Market
+//	              6  2  Coin
+//	              8  4  User
+//	             12  8  UID (int64)
+//	             20  8  Price (int64, ticks)
+//	             28  8  Qty (int64, steps)
+//	             36  8  OrderID (int64)
+//	             44  8  Amount (int64, coin scale)
+//	             52  1  flags: bit 0 Broker
+//	             53  8  Referrer (int64)
+//	             61  1  decision: bit 0 Recorded (always set), bit 1 Reserved
+//	             62  1  n: client id length (<= 40)
+//	             63  n  client id bytes (Cmd.Text)
+//	end-4  4     crc32c (Castagnoli) of every byte before it
+//
+// A reader refuses unknown versions, bad checksums, a header that does not
+// match the key, unknown flag bits, and trailing bytes.
+//
+// # Corruption and torn writes
+//
+// Pebble's own write-ahead log makes each batch atomic: on recovery it
+// stops at an unclean end of the newest WAL file (a torn tail: the batch
+// was never acknowledged) and refuses to open on a corrupt chunk followed by
+// valid ones (ErrCorruption). On top of that every record carries its own
+// checksum: a bad record that is the last of its shard is cut off and
+// reported through Options.Logf; a bad record anywhere else refuses Open
+// with an error naming the shard and sequence. Sequences are checked to be
+// gap-free.
+//
+// # Snapshots
+//
+// A snapshot is taken at a barrier pushed through every ring: when every
+// shard has synced and flushed everything before it and stopped, the
+// accounts, every engine and each shard's seq and time are written under
+// "s" snapNo(8) (format in snapshot.go). The journal is kept: auditors
+// replay it from the start, and a snapshot followed by the journal tail
+// gives the same state hash as the full replay.
+//
+// # Meta
+//
+// "m" holds JSON: the shard count and every coin and market spec, so the
+// audit tool replays without a config. Open refuses a configuration that
+// drops or renumbers a stored coin or market; new ones may be appended.
+package journal

@@ -1,0 +1,81 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/weexcore/exchange/engine"
+)
+
+// meta is what the data directory remembers about its layout, under key
+// "m": the shard count fixed at creation, and every coin and market spec
+// (so the audit tool replays without a config, and a restart refuses a
+// config that renumbers what the journal refers to).
+type meta struct {
+	Version int                  `json:"version"`
+	Shards  int                  `json:"shards"`
+	Coins   []engine.Coin        `json:"coins"`
+	Markets []*engine.MarketSpec `json:"markets"`
+}
+
+const metaVersion = 1
+
+func decodeMeta(b []byte) (*meta, error) {
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("journal: meta: %v", err)
+	}
+	if m.Version != metaVersion {
+		return nil, fmt.Errorf("journal: meta version %d not supported", m.Version)
+	}
+	if m.Shards < 1 || m.Shards > maxMarketShards {
+		return nil, fmt.Errorf("journal: meta: %d shards", m.Shards)
+	}
+	return &m, nil
+}
+
+// merge checks the configured coins and markets against the stored ones:
+// every stored one must still be configured under the same ID; new ones may
+// be appended. It returns the meta to store.
+func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec) (*meta, error) {
+	cids := make(map[string]engine.CoinID, len(coins))
+	for _, c := range coins {
+		cids[c.Name] = c.ID
+	}
+	for _, c := range m.Coins {
+		id, ok := cids[c.Name]
+		if !ok {
+			return nil, fmt.Errorf("journal: coin %s is in the journal but not configured", c.Name)
+		}
+		if id != c.ID {
+			return nil, fmt.Errorf("journal: coin %s has id %d in the journal, %d configured", c.Name, c.ID, id)
+		}
+	}
+	mids := make(map[string]engine.MarketID, len(markets))
+	for _, s := range markets {
+		if s != nil {
+			mids[s.Symbol] = s.ID
+		}
+	}
+	for _, s := range m.Markets {
+		if s == nil {
+			continue
+		}
+		id, ok := mids[s.Symbol]
+		if !ok {
+			return nil, fmt.Errorf("journal: market %s is in the journal but not configured", s.Symbol)
+		}
+		if id != s.ID {
+			return nil, fmt.Errorf("journal: market %s has id %d in the journal, %d configured", s.Symbol, s.ID, id)
+		}
+	}
+	return &meta{Version: metaVersion, Shards: m.Shards, Coins: coins, Markets: markets}, nil
+}
+
+func (m *meta) encode() []byte {
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic("journal: meta: " + err.Error())
+	}
+	return b
+}

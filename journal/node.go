@@ -1,0 +1,401 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/weexcore/exchange/engine"
+)
+
+const (
+	// maxMarketShards keeps every engine shard number (market shards and the
+	// ledger) below 64: shard numbers are packed into bill ids.
+	maxMarketShards = 63
+	// maxBatch bounds the commands one shard applies and syncs at once.
+	maxBatch = 4096
+	// spinIdle is how many empty polls a shard makes before it parks.
+	spinIdle = 64
+
+	defaultSnapshotEvery    = 2_000_000
+	defaultSnapshotInterval = 10 * time.Minute
+)
+
+type impl struct {
+	opt     Options
+	logf    func(string, ...any)
+	db      *pebble.DB
+	dbMu    sync.RWMutex // guards db against Close for history readers
+	acc     *engine.Accounts
+	mkts    []*engine.MarketSpec
+	nMarket int      // market shards; the ledger is shard nMarket
+	shards  []*shard // market shards then the ledger
+	engines []*engine.Engine
+	fresh   bool
+	snapNo  uint64 // number of the newest snapshot (coordinator only)
+
+	closed     atomic.Bool  // Submit refuses once set
+	submitters atomic.Int64 // Submits between their closed check and their push
+	barMu      sync.Mutex   // one barrier at a time
+	sinceSnap  atomic.Int64 // commands applied since the last snapshot
+	stopSnap   chan struct{}
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
+
+	// ackBeforeSync is a deliberately broken mode for the crash test's
+	// self-check (JOURNAL_TEST_ACK_BEFORE_SYNC=1 in the test binary only):
+	// requests are acknowledged before their batch is synced.
+	ackBeforeSync bool
+}
+
+func open(o Options) (*Node, error) {
+	n := &Node{}
+	x := &n.impl
+	x.opt = o
+	x.logf = o.Logf
+	if x.logf == nil {
+		x.logf = func(string, ...any) {}
+	}
+	if o.Dir == "" {
+		return nil, errors.New("journal: no directory")
+	}
+	_, err := os.Stat(o.Dir)
+	exists := err == nil
+	if !exists && o.ReadOnly {
+		return nil, fmt.Errorf("journal: %s does not exist", o.Dir)
+	}
+	db, err := pebble.Open(o.Dir, &pebble.Options{ReadOnly: o.ReadOnly, Logger: quietLogger{x.logf}})
+	if err != nil {
+		return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
+	}
+	x.db = db
+	if err := x.start(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// start reads the meta, builds the engines, loads and replays, and starts
+// the shard goroutines.
+func (x *impl) start() error {
+	o := &x.opt
+	v, closer, err := x.db.Get([]byte{pfxMeta})
+	var m *meta
+	switch {
+	case err == nil:
+		m, err = decodeMeta(v)
+		closer.Close()
+		if err != nil {
+			return err
+		}
+	case errors.Is(err, pebble.ErrNotFound):
+		if o.ReadOnly {
+			return fmt.Errorf("journal: %s holds no journal", o.Dir)
+		}
+		x.fresh = true
+		s := o.Shards
+		if s <= 0 {
+			s = runtime.NumCPU()
+		}
+		if s > maxMarketShards {
+			return fmt.Errorf("journal: %d shards, at most %d", s, maxMarketShards)
+		}
+		m = &meta{Version: metaVersion, Shards: s}
+	default:
+		return fmt.Errorf("journal: read meta: %v", err)
+	}
+	if o.ReadOnly && len(o.Coins) == 0 && len(o.Markets) == 0 {
+		o.Coins, o.Markets = m.Coins, m.Markets
+	}
+	nm, err := m.merge(o.Coins, o.Markets)
+	if err != nil {
+		return err
+	}
+	if !o.ReadOnly {
+		if err := x.db.Set([]byte{pfxMeta}, nm.encode(), pebble.Sync); err != nil {
+			return fmt.Errorf("journal: write meta: %v", err)
+		}
+	}
+	x.mkts = o.Markets
+	x.nMarket = m.Shards
+	if o.Shards > 0 && o.Shards != m.Shards {
+		x.logf("journal: %s was created with %d shards; using %d, not %d", o.Dir, m.Shards, m.Shards, o.Shards)
+	}
+	x.acc = engine.NewAccounts(o.Coins)
+	per := make([][]*engine.MarketSpec, x.nMarket)
+	for _, s := range x.mkts {
+		if s != nil {
+			i := int(s.ID) % x.nMarket
+			per[i] = append(per[i], s)
+		}
+	}
+	x.engines = make([]*engine.Engine, x.nMarket+1)
+	x.shards = make([]*shard, x.nMarket+1)
+	for i := 0; i <= x.nMarket; i++ {
+		if i < x.nMarket {
+			x.engines[i] = engine.New(i, x.acc, per[i], o.FeeUID)
+		} else {
+			x.engines[i] = engine.New(i, x.acc, nil, o.FeeUID)
+		}
+		x.shards[i] = newShard(x, i, x.engines[i], o.RingSize)
+	}
+	x.ackBeforeSync = ackBeforeSyncForTest()
+
+	if err := x.recover(); err != nil {
+		return err
+	}
+	if o.ReadOnly {
+		return nil
+	}
+	for _, s := range x.shards {
+		x.wg.Add(1)
+		go s.run()
+	}
+	x.stopSnap = make(chan struct{})
+	x.wg.Add(1)
+	go x.snapshotter()
+	return nil
+}
+
+// Fresh reports whether Open created the data directory's journal.
+func (n *Node) Fresh() bool { return n.fresh }
+
+// Shards returns the number of market shards (the ledger shard is one more).
+func (n *Node) Shards() int { return n.nMarket }
+
+// Engines returns every engine, market shards then the ledger. They may be
+// read only while the node is stopped or read-only (audit, tests).
+func (n *Node) Engines() []*engine.Engine { return n.engines }
+
+// Seqs returns each shard's last flushed sequence, market shards then the
+// ledger.
+func (n *Node) Seqs() []uint64 {
+	s := make([]uint64, len(n.shards))
+	for i, sh := range n.shards {
+		s[i] = sh.flushed.Load()
+	}
+	return s
+}
+
+func (x *impl) accounts() *engine.Accounts    { return x.acc }
+func (x *impl) markets() []*engine.MarketSpec { return x.mkts }
+
+// shardOf returns the shard a command or query goes to.
+func (x *impl) shardOf(c *engine.Cmd) *shard {
+	switch c.Kind {
+	case engine.CmdDeposit, engine.CmdWithdraw, engine.CmdAddUser:
+		return x.shards[x.nMarket]
+	}
+	if c.Market == engine.AllMarkets {
+		return x.shards[0]
+	}
+	return x.shards[int(c.Market)%x.nMarket]
+}
+
+func (x *impl) submit(r *Request) error {
+	return x.push(x.shardOf(&r.Cmd), r)
+}
+
+func (x *impl) push(s *shard, r *Request) error {
+	if x.opt.ReadOnly {
+		return ErrClosed
+	}
+	x.submitters.Add(1)
+	if x.closed.Load() {
+		x.submitters.Add(-1)
+		return ErrClosed
+	}
+	r.rt.state.Store(stateQueued)
+	if !s.q.push(r) {
+		r.rt.state.Store(stateIdle)
+		x.submitters.Add(-1)
+		return ErrBusy
+	}
+	x.submitters.Add(-1)
+	return nil
+}
+
+// balances reads u's cells, then waits until every shard has flushed what
+// it was applying at the time, so nothing shown can be taken back by a
+// crash.
+func (x *impl) balances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]Balance, error) {
+	if int(u) >= x.acc.NumUsers() {
+		return dst, nil
+	}
+	for i := range x.acc.Coins() {
+		c := engine.CoinID(i)
+		a, f := x.acc.Balance(u, c)
+		dst = append(dst, Balance{Coin: c, Avail: a, Frozen: f})
+	}
+	for _, s := range x.shards {
+		want := s.applying.Load()
+		for spins := 0; s.flushed.Load() < want; spins++ {
+			if x.closed.Load() && s.stopped.Load() {
+				break
+			}
+			if time.Now().After(deadline) {
+				return dst, ErrTimeout
+			}
+			if spins < 16 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+	}
+	return dst, nil
+}
+
+// query runs one in-shard query and waits for it.
+func (x *impl) query(q Query, c engine.Cmd, deadline time.Time) (*Request, error) {
+	r := acquireRequest()
+	r.Cmd, r.Query = c, q
+	if err := x.submit(r); err != nil {
+		releaseRequest(r)
+		return nil, err
+	}
+	if err := r.Wait(deadline); err != nil {
+		releaseRequest(r)
+		return nil, err
+	}
+	return r, nil
+}
+
+func (x *impl) openOrders(u engine.UserIdx, uid int64, m engine.MarketID, deadline time.Time, dst []engine.OrderView) ([]engine.OrderView, error) {
+	c := engine.Cmd{User: u, UID: uid, Market: m}
+	if m != engine.AllMarkets {
+		r, err := x.query(QueryOpenOrders, c, deadline)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, r.Orders...)
+		releaseRequest(r)
+		return dst, nil
+	}
+	// Every market shard, in parallel: submit all, then wait for all.
+	reqs := make([]*Request, 0, x.nMarket)
+	var err error
+	for i := 0; i < x.nMarket; i++ {
+		r := acquireRequest()
+		r.Cmd, r.Query = c, QueryOpenOrders
+		if e := x.push(x.shards[i], r); e != nil {
+			releaseRequest(r)
+			err = e
+			break
+		}
+		reqs = append(reqs, r)
+	}
+	start := len(dst)
+	for _, r := range reqs {
+		if e := r.Wait(deadline); e != nil {
+			if err == nil {
+				err = e
+			}
+		} else if err == nil {
+			dst = append(dst, r.Orders...)
+		}
+		releaseRequest(r)
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	engine.SortOrders(dst[start:])
+	return dst, nil
+}
+
+func (x *impl) order(u engine.UserIdx, uid int64, m engine.MarketID, orderID int64, cid []byte, deadline time.Time) (engine.OrderView, bool, error) {
+	c := engine.Cmd{User: u, UID: uid, Market: m, OrderID: orderID}
+	if orderID == 0 && !c.Text.Set(cid) {
+		return engine.OrderView{}, false, nil
+	}
+	r, err := x.query(QueryOrder, c, deadline)
+	if err != nil {
+		return engine.OrderView{}, false, err
+	}
+	v, ok := r.Out.Order, r.Out.HasOrder
+	releaseRequest(r)
+	if ok {
+		return v, true, nil
+	}
+	// Not working: finished orders are in history, which the query's sync
+	// has made complete up to it.
+	return x.historyOrder(uid, m, orderID, cid)
+}
+
+func (x *impl) depth(m engine.MarketID, limit int, deadline time.Time, bids, asks []engine.Level) ([]engine.Level, []engine.Level, engine.Price, error) {
+	r, err := x.query(QueryDepth, engine.Cmd{Market: m, Qty: engine.Qty(limit)}, deadline)
+	if err != nil {
+		return bids, asks, 0, err
+	}
+	bids = append(bids, r.Bids...)
+	asks = append(asks, r.Asks...)
+	last := r.Last
+	releaseRequest(r)
+	return bids, asks, last, nil
+}
+
+// close stops accepting, drains every ring, writes a snapshot and closes
+// Pebble.
+func (x *impl) close() error {
+	x.closeOnce.Do(func() {
+		x.closed.Store(true)
+		if x.opt.ReadOnly {
+			x.closeErr = x.closeDB()
+			return
+		}
+		for x.submitters.Load() != 0 { // pushes that passed the check
+			runtime.Gosched()
+		}
+		close(x.stopSnap)
+		x.barMu.Lock()
+		if err := x.snapshotLocked(); err != nil {
+			x.logf("journal: snapshot at close: %v", err)
+		}
+		for _, s := range x.shards {
+			r := &Request{}
+			r.rt.op = opStop
+			for !s.q.push(r) {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		x.barMu.Unlock()
+		x.wg.Wait()
+		x.closeErr = x.closeDB()
+	})
+	return x.closeErr
+}
+
+func (x *impl) closeDB() error {
+	x.dbMu.Lock()
+	defer x.dbMu.Unlock()
+	if x.db == nil {
+		return nil
+	}
+	err := x.db.Close()
+	x.db = nil
+	if err != nil {
+		return fmt.Errorf("journal: close: %v", err)
+	}
+	return nil
+}
+
+// quietLogger routes Pebble's log lines to Options.Logf.
+type quietLogger struct{ logf func(string, ...any) }
+
+func (l quietLogger) Infof(format string, args ...any)  {}
+func (l quietLogger) Errorf(format string, args ...any) { l.logf("pebble: "+format, args...) }
+func (l quietLogger) Fatalf(format string, args ...any) {
+	l.logf("pebble: "+format, args...)
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+func ackBeforeSyncForTest() bool {
+	return testHooks && os.Getenv("JOURNAL_TEST_ACK_BEFORE_SYNC") == "1"
+}

@@ -1,0 +1,121 @@
+package journal
+
+import (
+	"testing"
+
+	"github.com/weexcore/exchange/engine"
+)
+
+// TestNodeBasics places, matches, cancels, queries and reads history, then
+// reopens the directory and checks the state came back.
+func TestNodeBasics(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.Fresh() || n.Shards() != 2 {
+		t.Fatalf("fresh %v shards %d, want true 2", n.Fresh(), n.Shards())
+	}
+	addUser(t, n, feeUID)
+	a := addUser(t, n, 100)
+	b := addUser(t, n, 200)
+	mustOK(t, "deposit a", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: a, UID: 100, Coin: 2, Amount: 1_000_000_000})))
+	mustOK(t, "deposit b", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: b, UID: 200, Coin: 0, Amount: 100_000_000})))
+
+	bal, err := n.Balances(a, deadline(), nil)
+	if err != nil || len(bal) != 3 || bal[2].Avail != 1_000_000_000 {
+		t.Fatalf("balances of a: got %+v %v, want 1000 USDT available", bal, err)
+	}
+	// a buys 0.5 BTC at 100.00; b sells 0.2 at 100.00: one trade.
+	buy := engine.Cmd{Kind: engine.CmdPlace, User: a, UID: 100, Market: 0, Side: engine.Buy, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 5000}
+	buy.Text.Set([]byte("a-1"))
+	out, _ := do(t, n, buy)
+	mustOK(t, "buy", out)
+	buyID := out.Order.OrderID
+	sell := engine.Cmd{Kind: engine.CmdPlace, User: b, UID: 200, Market: 0, Side: engine.Sell, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 2000}
+	out, _ = do(t, n, sell)
+	mustOK(t, "sell", out)
+	if out.Order.Status != engine.StatusFilled {
+		t.Fatalf("sell status: got %v, want filled", out.Order.Status)
+	}
+	sellID := out.Order.OrderID
+
+	oo, err := n.OpenOrders(a, 100, engine.AllMarkets, deadline(), nil)
+	if err != nil || len(oo) != 1 || oo[0].OrderID != buyID || oo[0].ExecutedQty != 2000 {
+		t.Fatalf("open orders: got %+v %v", oo, err)
+	}
+	bids, asks, last, err := n.Depth(0, 10, deadline(), nil, nil)
+	if err != nil || len(bids) != 1 || len(asks) != 0 || last != 10000 {
+		t.Fatalf("depth: got %v %v %v %v", bids, asks, last, err)
+	}
+	v, ok, err := n.Order(b, 200, 0, sellID, nil, deadline())
+	if err != nil || !ok || v.Status != engine.StatusFilled {
+		t.Fatalf("finished order from history: got %+v %v %v", v, ok, err)
+	}
+	v, ok, err = n.Order(a, 100, 0, 0, []byte("a-1"), deadline())
+	if err != nil || !ok || v.OrderID != buyID {
+		t.Fatalf("order by client id: got %+v %v %v", v, ok, err)
+	}
+	trades, err := n.Trades(100, 0, 0, maxTime, 10, nil)
+	if err != nil || len(trades) != 1 || trades[0].Qty != 2000 {
+		t.Fatalf("trades of a: got %+v %v", trades, err)
+	}
+	pub, err := n.MarketTrades(0, 10, nil)
+	if err != nil || len(pub) != 1 {
+		t.Fatalf("market trades: got %+v %v", pub, err)
+	}
+	bills, err := n.Bills(100, CoinAll, 0, 0, maxTime, 0, 10, nil)
+	if err != nil || len(bills) < 2 || bills[len(bills)-1].Biz != engine.BizDeposit {
+		t.Fatalf("bills of a: got %+v %v", bills, err)
+	}
+	all, err := n.AllOrders(200, 0, 0, maxTime, 0, 10, nil)
+	if err != nil || len(all) != 1 || all[0].OrderID != sellID {
+		t.Fatalf("all orders of b: got %+v %v", all, err)
+	}
+	out, _ = do(t, n, engine.Cmd{Kind: engine.CmdCancel, User: a, UID: 100, Market: 0, OrderID: buyID})
+	mustOK(t, "cancel", out)
+	wantBal, _ := n.Balances(a, deadline(), nil)
+	seqs := n.Seqs()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Submit(AcquireRequest()); err != ErrClosed {
+		t.Fatalf("submit after close: got %v, want ErrClosed", err)
+	}
+
+	n, err = Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.Fresh() {
+		t.Fatal("reopened node says fresh")
+	}
+	gotBal, _ := n.Balances(a, deadline(), nil)
+	if len(gotBal) != len(wantBal) {
+		t.Fatalf("balances after reopen: got %+v, want %+v", gotBal, wantBal)
+	}
+	for i := range gotBal {
+		if gotBal[i] != wantBal[i] {
+			t.Fatalf("balances after reopen: got %+v, want %+v", gotBal, wantBal)
+		}
+	}
+	if got := n.Seqs(); !equalSeqs(got, seqs) {
+		t.Fatalf("seqs after reopen: got %v, want %v", got, seqs)
+	}
+}
+
+func first(o engine.Out, _ uint64) engine.Out { return o }
+
+func equalSeqs(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,242 @@
+package journal
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/weexcore/exchange/engine"
+)
+
+// testHooks enables test-only behaviour (set by the package's tests).
+var testHooks bool
+
+// shard is one ring, one engine and one journal stream.
+//
+// The loop, per drained batch (invariants):
+//   - timeMs never goes backwards: max(previous, wall clock), once per batch;
+//   - seq is previous+1 for every command: gap-free per shard;
+//   - applying is published before each Apply, flushed only after the batch
+//     is synced and the engine flushed, so flushed <= applying and anything
+//     read while applying > flushed may still be taken back by a crash;
+//   - no request of a batch is answered before the batch is synced, queries
+//     included (DESIGN.md "Ack after sync").
+type shard struct {
+	id  int
+	x   *impl
+	eng *engine.Engine
+	q   *ring
+
+	seq    uint64 // last applied (shard goroutine; set by recovery before start)
+	timeMs int64  // time of the last batch
+
+	applying atomic.Uint64 // seq of the command being applied (published before Apply)
+	flushed  atomic.Uint64 // last seq durable and flushed
+	stopped  atomic.Bool
+
+	batch []*Request
+	adds  []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
+	out   engine.Out
+	rec   []byte
+	key   []byte // scratch
+	val   []byte // scratch
+}
+
+func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
+	return &shard{id: id, x: x, eng: e, q: newRing(ringSize), batch: make([]*Request, 0, maxBatch)}
+}
+
+func (s *shard) run() {
+	defer s.x.wg.Done()
+	defer s.stopped.Store(true)
+	if s.x.opt.PinCPUs {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(s.id % runtime.NumCPU())
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			s.x.logf("journal: shard %d: pin to cpu %d: %v", s.id, s.id%runtime.NumCPU(), err)
+		}
+	}
+	idle := 0
+	for {
+		s.batch = s.q.drain(s.batch[:0], maxBatch)
+		if len(s.batch) == 0 {
+			if idle++; idle < spinIdle {
+				runtime.Gosched()
+				continue
+			}
+			idle = 0
+			s.q.park(nil)
+			continue
+		}
+		idle = 0
+		if s.process(s.batch) {
+			return
+		}
+	}
+}
+
+// process handles one drained batch; it reports true when told to stop.
+func (s *shard) process(b []*Request) bool {
+	start := 0
+	for i, r := range b {
+		if r.rt.op == opCmd {
+			continue
+		}
+		s.segment(b[start:i])
+		start = i + 1
+		switch r.rt.op {
+		case opBarrier:
+			r.rt.bar.arrive()
+		case opStop:
+			// Nothing can follow: Close waited for every Submit.
+			s.segment(b[start:])
+			return true
+		}
+	}
+	s.segment(b[start:])
+	return false
+}
+
+// segment applies, journals, syncs and answers the requests of b (no
+// barriers inside).
+func (s *shard) segment(b []*Request) {
+	if len(b) == 0 {
+		return
+	}
+	now := time.Now().UnixMilli()
+	if now < s.timeMs {
+		now = s.timeMs
+	}
+	s.timeMs = now
+	x := s.x
+	first := s.seq + 1
+	s.rec = appendRecordHeader(s.rec[:0], s.id, first, now)
+	var wb *pebble.Batch
+	count := 0
+	s.adds = s.adds[:0]
+	for _, r := range b {
+		if r.Query != QueryNone {
+			s.query(r)
+			continue
+		}
+		if wb == nil {
+			wb = x.db.NewBatch()
+		}
+		s.seq++
+		s.applying.Store(s.seq)
+		c := &r.Cmd
+		c.Dec = engine.Decision{} // a client cannot submit a recorded decision
+		s.eng.Apply(c, s.seq, now, &s.out)
+		count++
+		s.rec = appendCmd(s.rec, c)
+		s.history(wb, c)
+		r.Out.Reject, r.Out.Order, r.Out.HasOrder, r.Out.BillID = s.out.Reject, s.out.Order, s.out.HasOrder, s.out.BillID
+		r.Seq, r.TimeMs = s.seq, now
+		if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
+			s.adds = append(s.adds, r)
+		}
+	}
+	if count > 0 {
+		s.rec = finishRecord(s.rec, count)
+		s.key = journalKey(s.key[:0], s.id, first)
+		wb.Set(s.key, s.rec, nil)
+		if x.ackBeforeSync {
+			// Broken on purpose (crash test self-check): answer first.
+			s.eng.Flush()
+			s.flushed.Store(s.seq)
+			for _, r := range b {
+				r.complete(nil)
+			}
+			b = nil
+		}
+		if err := wb.Commit(pebble.Sync); err != nil {
+			// The state in memory is ahead of the journal and can no longer
+			// be made durable: stopping loudly is the only honest answer.
+			panic("journal: shard " + itoa(s.id) + ": commit: " + err.Error())
+		}
+		wb.Close()
+		x.sinceSnap.Add(int64(count))
+	}
+	s.eng.Flush()
+	s.flushed.Store(s.seq)
+	if f := x.opt.OnAddUser; f != nil {
+		for _, r := range s.adds {
+			f(&r.Cmd)
+		}
+	}
+	for _, r := range b {
+		r.complete(nil)
+	}
+}
+
+// query answers r from the engine's memory.
+func (s *shard) query(r *Request) {
+	c := &r.Cmd
+	switch r.Query {
+	case QueryOpenOrders:
+		r.Orders = s.eng.OpenOrders(c.User, c.Market, r.Orders[:0])
+	case QueryOrder:
+		r.Out.Order, r.Out.HasOrder = s.eng.Order(c.User, c.Market, c.OrderID, c.Text.Bytes())
+		if r.Out.HasOrder && r.Out.Order.UID != c.UID {
+			r.Out.Order, r.Out.HasOrder = engine.OrderView{}, false
+		}
+	case QueryDepth:
+		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])
+		r.Last = s.eng.LastPrice(c.Market)
+	}
+}
+
+// history writes the rows c's Apply produced into wb.
+func (s *shard) history(wb *pebble.Batch, c *engine.Cmd) {
+	o := &s.out
+	k, val := s.key, s.val
+	for i := range o.Updates {
+		u := &o.Updates[i]
+		k = orderKey(k[:0], u.UID, u.Market, u.TimeMs, u.OrderID)
+		val = appendOrderView(val[:0], u)
+		wb.Set(k, val, nil)
+		if c.Kind == engine.CmdPlace && o.HasOrder && u.OrderID == o.Order.OrderID {
+			k = orderIDKey(k[:0], u.OrderID)
+			val = be.AppendUint64(val[:0], s64(u.UID))
+			val = be.AppendUint16(val, uint16(u.Market))
+			val = be.AppendUint64(val, s64(u.TimeMs))
+			wb.Set(k, val, nil)
+			k = clientIDKey(k[:0], u.UID, u.Market, u.ClientID.Bytes())
+			wb.Set(k, be.AppendUint64(val[:0], s64(u.OrderID)), nil)
+		}
+	}
+	for i := range o.Trades {
+		t := &o.Trades[i]
+		val = appendTrade(val[:0], t)
+		k = tradeKey(k[:0], t.MakerUID, t.Market, t.TimeMs, t.TradeID, false)
+		wb.Set(k, val, nil)
+		k = tradeKey(k[:0], t.TakerUID, t.Market, t.TimeMs, t.TradeID, true)
+		wb.Set(k, val, nil)
+		k = publicKey(k[:0], t.Market, t.TradeID)
+		wb.Set(k, val, nil)
+	}
+	for i := range o.Bills {
+		x := &o.Bills[i]
+		k = billKey(k[:0], x.UID, x.TimeMs, x.BillID)
+		val = appendBill(val[:0], x)
+		wb.Set(k, val, nil)
+	}
+	s.key, s.val = k, val
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	n := len(b)
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		if i /= 10; i == 0 {
+			break
+		}
+	}
+	return string(b[n:])
+}
