@@ -275,15 +275,24 @@ func (e *Engine) place(c *Cmd) Reject {
 		return RejectInvalidType
 	}
 
+	// An order without a client id gets the generated "x-<id>", which is
+	// built only when shown (cidGen); a client id equal to it is the same.
 	id := (m.nextOrder+1)<<10 | int64(s.ID)
-	gen := generatedClientID(id)
-	cid := gen
-	if c.Text.N > 0 {
-		cid = c.Text
+	cidGen := c.Text.N == 0
+	if !cidGen {
+		gid, x := generatedForm(c.Text.Bytes())
+		cidGen = x && gid == id
 	}
-	cidGen := cid.Equal(&gen)
-	if (!cidGen || m.xForm > 0) && e.lookup(m, c.User, 0, cid.Bytes()) != 0 {
-		return RejectDuplicateClientOrderID
+	if !cidGen || m.xForm > 0 {
+		cid := c.Text.Bytes()
+		var gen ClientID
+		if cidGen {
+			gen = generatedClientID(id)
+			cid = gen.Bytes()
+		}
+		if e.lookup(m, c.User, 0, cid) != 0 {
+			return RejectDuplicateClientOrderID
+		}
 	}
 
 	var res Amount
@@ -311,7 +320,10 @@ func (e *Engine) place(c *Cmd) Reject {
 	h := e.pool.alloc()
 	o := e.pool.get(h)
 	*o = order{id: id, price: limit, qty: c.Qty, reserved: res, timeMs: e.timeMs, updateMs: e.timeMs,
-		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cid: cid, cidGen: cidGen}
+		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cidGen: cidGen}
+	if !cidGen {
+		o.cid = c.Text
+	}
 	if c.Type == Market {
 		o.tif = IOC
 	}
@@ -320,7 +332,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	if limit > 0 && (o.tif != FOK || e.fillable(m, opp, o)) {
 		bounded = e.match(m, opp, o)
 	}
-	if o.filled < o.qty && o.tif == GTC && !bounded {
+	if o.filled < o.qty && (o.tif == GTC || o.tif == PostOnly) && !bounded {
 		e.rest(m, h, o)
 	} else {
 		if o.filled < o.qty {

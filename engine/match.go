@@ -315,7 +315,7 @@ func generatedClientID(id int64) ClientID {
 func (e *Engine) view(o *order) OrderView {
 	return OrderView{OrderID: o.id, UID: e.acc.UID(o.user), User: o.user, Market: o.market,
 		Side: o.side, Type: o.typ, TIF: o.tif, Status: o.status, Price: o.price, OrigQty: o.qty,
-		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.cid}
+		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.clientID()}
 }
 
 // unindexCID takes o out of m's client id index.

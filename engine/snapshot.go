@@ -72,8 +72,9 @@ func appendOrder(dst []byte, o *order) []byte {
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	dst = append(dst, o.cid.N)
-	return append(dst, o.cid.Bytes()...)
+	cid := o.clientID()
+	dst = append(dst, cid.N)
+	return append(dst, cid.Bytes()...)
 }
 
 // AppendSnapshot appends the state of every market e owns. It panics if
@@ -165,8 +166,9 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 		})
 		for _, h := range hs {
 			o := e.pool.get(h)
-			gen := generatedClientID(o.id)
-			o.cidGen = o.cid.Equal(&gen)
+			if gid, x := generatedForm(o.cid.Bytes()); x && gid == o.id {
+				o.cidGen, o.cid = true, ClientID{}
+			}
 			e.index(m, h, o)
 		}
 	}
