@@ -1,0 +1,59 @@
+// Command exchanged is the exchange server: the REST edge over the journaled
+// matching core. See README.md and docs/API.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/weexcore/exchange/edge"
+)
+
+func main() {
+	configPath := flag.String("config", "", "config JSON file (default: the embedded demo config)")
+	dataDir := flag.String("data", "./data", "data directory (journal and snapshots)")
+	listen := flag.String("listen", "127.0.0.1:8080", "REST address (spot and contract families)")
+	adminListen := flag.String("admin-listen", "127.0.0.1:8081", "admin API address")
+	adminToken := flag.String("admin-token", "", "admin API token (default: admin_token from the config)")
+	recvWindow := flag.Duration("recv-window", 30*time.Second, "accepted clock difference of ACCESS-TIMESTAMP")
+	shards := flag.Int("shards", 0, "market shards for a new data directory (0: one per CPU)")
+	flag.Parse()
+
+	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
+	cfg, err := edge.LoadConfig(*configPath)
+	if err != nil {
+		logger.Fatal(err)
+	}
+	s, err := edge.Open(edge.Options{Config: cfg, DataDir: *dataDir, AdminToken: *adminToken,
+		RecvWindow: *recvWindow, Shards: *shards, Logf: logger.Printf})
+	if err != nil {
+		logger.Fatal(err)
+	}
+	if err := s.Listen(*listen, *adminListen); err != nil {
+		s.Shutdown(time.Second)
+		logger.Fatal(err)
+	}
+	if *configPath == "" {
+		for _, u := range cfg.Users {
+			logger.Printf("demo user uid=%d apiKey=%s secretKey=%s passphrase=%s", u.UID, u.APIKey, u.SecretKey, u.Passphrase)
+		}
+	}
+	s.Serve()
+	rest, admin := s.Addrs()
+	logger.Printf("ready rest=%s admin=%s", rest, admin)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	got := <-sig
+	logger.Printf("%v: shutting down", got)
+	if err := s.Shutdown(30 * time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, "exchanged: shutdown:", err)
+		os.Exit(1)
+	}
+	logger.Printf("stopped")
+}

@@ -1,0 +1,245 @@
+package edge
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
+)
+
+// The admin API (SPEC §1) is not a hot path: it decodes with encoding/json.
+
+func (s *Server) adminRouteTable() map[string]*route {
+	a := func(h handler) *endpoint { return &endpoint{h: h} }
+	return map[string]*route{
+		"/admin/v1/users":    {post: a(handleAdminUser)},
+		"/admin/v1/deposit":  {post: a(handleAdminDeposit)},
+		"/admin/v1/withdraw": {post: a(handleAdminWithdraw)},
+		"/admin/v1/balances": {get: a(handleAdminBalances)},
+		"/admin/v1/state":    {get: a(handleAdminState)},
+	}
+}
+
+func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
+	st := statePool.Get().(*reqState)
+	st.nowMs = time.Now().UnixMilli()
+	defer func() {
+		if p := recover(); p != nil {
+			s.logf("edge: panic serving admin %s %s: %v", ctx.Method(), ctx.Path(), p)
+			ctx.Response.Reset()
+			writeError(ctx, st.buf, errInternal)
+		}
+		st.buf = st.buf[:0]
+		statePool.Put(st)
+	}()
+	e := func() *apiError {
+		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("X-Admin-Token"), s.adminToken) != 1 {
+			return errAdminToken
+		}
+		rt := s.adminRoutes[string(ctx.Path())]
+		if rt == nil {
+			return errNotFound
+		}
+		var ep *endpoint
+		switch string(ctx.Method()) {
+		case "GET":
+			ep = rt.get
+		case "POST":
+			ep = rt.post
+		}
+		if ep == nil {
+			return errMethod
+		}
+		if ctx.IsPost() && !isJSON(ctx.Request.Header.ContentType()) {
+			return errContentType
+		}
+		st.buf = st.buf[:0]
+		return ep.h(s, ctx, st, nil)
+	}()
+	if e != nil {
+		st.buf = writeError(ctx, st.buf, e)
+		return
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetBody(st.buf)
+}
+
+func decodeStrict(body []byte, v any) *apiError {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	d.UseNumber()
+	if err := d.Decode(v); err != nil {
+		return newErr(400, codeJSON, "invalid JSON request: "+err.Error())
+	}
+	if d.More() {
+		return errJSON
+	}
+	return nil
+}
+
+func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	var in struct {
+		UID         *int64 `json:"uid"`
+		Broker      bool   `json:"broker"`
+		ReferrerUID int64  `json:"referrerUid"`
+	}
+	body := ctx.Request.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	if e := decodeStrict(body, &in); e != nil {
+		return e
+	}
+	if in.UID != nil && *in.UID <= 0 {
+		return newErr(400, codeParam, "uid must be positive")
+	}
+	if in.ReferrerUID < 0 {
+		return newErr(400, codeParam, "referrerUid must not be negative")
+	}
+	for attempt := 0; attempt < 16; attempt++ {
+		uid := s.maxUID.Load() + 1
+		if in.UID != nil {
+			uid = *in.UID
+		}
+		var seed [seedLen]byte
+		rand.Read(seed[:])
+		r := journal.AcquireRequest()
+		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: in.Broker, Referrer: in.ReferrerUID, User: noUser}
+		r.Cmd.Text.Set(seed[:])
+		if e := s.run(r); e != nil {
+			return e
+		}
+		rej := r.Out.Reject
+		journal.ReleaseRequest(r)
+		if rej == engine.RejectUserExists && in.UID == nil {
+			continue // raced with another registration: take the next uid
+		}
+		if rej != engine.OK {
+			return rejectErr(rej)
+		}
+		key, secret, pass := deriveCreds(seed[:])
+		st.buf = fmt.Appendf(st.buf, `{"uid":%d,"apiKey":%q,"secretKey":%q,"passphrase":%q}`, uid, key, secret, pass)
+		return nil
+	}
+	return errBusy
+}
+
+type moneyIn struct {
+	UID    int64  `json:"uid"`
+	Coin   string `json:"coin"`
+	Amount string `json:"amount"`
+}
+
+func (s *Server) moneyCmd(ctx *fasthttp.RequestCtx, kind engine.CmdKind) (*journal.Request, *apiError) {
+	var in moneyIn
+	if e := decodeStrict(ctx.Request.Body(), &in); e != nil {
+		return nil, e
+	}
+	idx, ok := s.node.Accounts().Lookup(in.UID)
+	if !ok {
+		return nil, newErr(400, codeParam, "unknown uid")
+	}
+	ci := -1
+	for i := range s.coins {
+		if s.coins[i].Name == in.Coin {
+			ci = i
+		}
+	}
+	if ci < 0 {
+		return nil, newErr(400, codeParam, "unknown coin")
+	}
+	v, err := engine.ParseFixed([]byte(in.Amount), s.coins[ci].Scale)
+	if err != nil || v <= 0 {
+		return nil, newErr(400, codeParam, fmt.Sprintf("amount must be a positive decimal with at most %d decimals", s.coins[ci].Scale))
+	}
+	r := journal.AcquireRequest()
+	r.Cmd = engine.Cmd{Kind: kind, User: idx, UID: in.UID, Coin: engine.CoinID(ci), Amount: engine.Amount(v)}
+	if e := s.run(r); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+func handleAdminMoney(s *Server, ctx *fasthttp.RequestCtx, st *reqState, kind engine.CmdKind) *apiError {
+	r, e := s.moneyCmd(ctx, kind)
+	if e != nil {
+		return e
+	}
+	defer journal.ReleaseRequest(r)
+	if r.Out.Reject != engine.OK {
+		return rejectErr(r.Out.Reject)
+	}
+	st.buf = append(st.buf, `{"billId":"`...)
+	st.buf = strconv.AppendUint(st.buf, r.Out.BillID, 10)
+	st.buf = append(st.buf, `"}`...)
+	return nil
+}
+
+func handleAdminDeposit(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	return handleAdminMoney(s, ctx, st, engine.CmdDeposit)
+}
+
+func handleAdminWithdraw(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	return handleAdminMoney(s, ctx, st, engine.CmdWithdraw)
+}
+
+func handleAdminBalances(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	uid, ok := parseInt(ctx.QueryArgs().Peek("uid"))
+	if !ok {
+		return newErr(400, codeParamMissing, "parameter uid is required")
+	}
+	idx, ok := s.node.Accounts().Lookup(uid)
+	if !ok {
+		return newErr(400, codeParam, "unknown uid")
+	}
+	bals, err := s.node.Balances(idx, s.deadline(), st.bals[:0])
+	st.bals = bals
+	if err != nil {
+		return queryErr(err)
+	}
+	b := append(st.buf, '[')
+	for i := range bals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		co := &s.coins[bals[i].Coin]
+		b = append(b, `{"coin":`...)
+		b = appendStr(b, co.Name)
+		b = append(b, `,"available":"`...)
+		b = appendAmount(b, co, bals[i].Avail)
+		b = append(b, `","frozen":"`...)
+		b = appendAmount(b, co, bals[i].Frozen)
+		b = append(b, `"}`...)
+	}
+	st.buf = append(b, ']')
+	return nil
+}
+
+func handleAdminState(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	h, seqs, err := s.node.State(s.deadline())
+	if err != nil {
+		return queryErr(err)
+	}
+	b := append(st.buf, `{"hash":"`...)
+	b = hex.AppendEncode(b, h[:])
+	b = append(b, `","seq":{`...)
+	for i, q := range seqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = appendInt(b, int64(i))
+		b = append(b, `":`...)
+		b = strconv.AppendUint(b, q, 10)
+	}
+	st.buf = append(b, "}}"...)
+	return nil
+}

@@ -1,0 +1,179 @@
+package edge
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/engine"
+)
+
+// cred is one API key's credentials. Immutable once published.
+type cred struct {
+	uid        int64
+	user       engine.UserIdx
+	apiKey     string
+	secret     string
+	passphrase []byte
+	ipad, opad [sha256.BlockSize]byte // HMAC key pads, precomputed
+	uidBudget  int64                  // 0: the config default
+}
+
+func newCred(uid int64, user engine.UserIdx, key, secret, pass string, budget int64) *cred {
+	c := &cred{uid: uid, user: user, apiKey: key, secret: secret, passphrase: []byte(pass), uidBudget: budget}
+	k := []byte(secret)
+	if len(k) > sha256.BlockSize {
+		s := sha256.Sum256(k)
+		k = s[:]
+	}
+	for i := range c.ipad {
+		var b byte
+		if i < len(k) {
+			b = k[i]
+		}
+		c.ipad[i] = b ^ 0x36
+		c.opad[i] = b ^ 0x5c
+	}
+	return c
+}
+
+// keyTable maps API keys to credentials. Readers (every signed request) load
+// the map through an atomic pointer without locks or allocation; writers
+// (user registration, rare) copy it under mu and publish the copy.
+type keyTable struct {
+	mu    sync.Mutex // serializes writers
+	m     atomic.Pointer[map[string]*cred]
+	byUID atomic.Pointer[map[int64]*cred]
+}
+
+func newKeyTable() *keyTable {
+	t := &keyTable{}
+	m, u := map[string]*cred{}, map[int64]*cred{}
+	t.m.Store(&m)
+	t.byUID.Store(&u)
+	return t
+}
+
+func (t *keyTable) lookup(key []byte) *cred { return (*t.m.Load())[string(key)] }
+
+func (t *keyTable) add(c *cred) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := *t.m.Load()
+	m := make(map[string]*cred, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[c.apiKey] = c
+	t.m.Store(&m)
+	oldU := *t.byUID.Load()
+	u := make(map[int64]*cred, len(oldU)+1)
+	for k, v := range oldU {
+		u[k] = v
+	}
+	if _, ok := u[c.uid]; !ok {
+		u[c.uid] = c
+	}
+	t.byUID.Store(&u)
+}
+
+// deriveCreds derives an admin-created user's credentials from the 32-byte
+// seed journaled in its CmdAddUser (so a replay re-derives the same ones).
+func deriveCreds(seed []byte) (key, secret, pass string) {
+	f := func(label string, n int) string {
+		m := hmac.New(sha256.New, seed)
+		m.Write([]byte(label))
+		return hex.EncodeToString(m.Sum(nil))[:n]
+	}
+	return "weex_" + f("api-key", 24), f("secret-key", 48), f("passphrase", 16)
+}
+
+var shaPool = sync.Pool{New: func() any { return sha256.New() }}
+
+// authenticate checks SPEC §2 and returns the caller's credentials.
+func (s *Server) authenticate(ctx *fasthttp.RequestCtx, nowMs int64) (*cred, *apiError) {
+	h := &ctx.Request.Header
+	key := h.Peek("ACCESS-KEY")
+	if len(key) == 0 {
+		return nil, errKeyEmpty
+	}
+	sign := h.Peek("ACCESS-SIGN")
+	if len(sign) == 0 {
+		return nil, errSignEmpty
+	}
+	ts := h.Peek("ACCESS-TIMESTAMP")
+	if len(ts) == 0 {
+		return nil, errTimestampEmpty
+	}
+	pass := h.Peek("ACCESS-PASSPHRASE")
+	if len(pass) == 0 {
+		return nil, errPassphraseEmpty
+	}
+	t, ok := parseInt(ts)
+	if !ok {
+		return nil, errTimestampBad
+	}
+	if d := nowMs - t; d > s.recvWindowMs || d < -s.recvWindowMs {
+		return nil, errTimestampOld
+	}
+	c := s.keys.lookup(key)
+	if c == nil {
+		return nil, errKeyInvalid
+	}
+	if subtle.ConstantTimeCompare(pass, c.passphrase) != 1 {
+		return nil, errPassphrase
+	}
+	var want [sha256.Size]byte
+	var got [64]byte
+	if base64.StdEncoding.DecodedLen(len(sign)) > len(got) {
+		return nil, errSign
+	}
+	n, err := base64.StdEncoding.Decode(got[:], sign)
+	if err != nil || n != sha256.Size {
+		return nil, errSign
+	}
+	hs := shaPool.Get().(hash.Hash)
+	hs.Reset()
+	hs.Write(c.ipad[:])
+	hs.Write(ts)
+	hs.Write(ctx.Method())
+	hs.Write(rawURI(ctx))
+	hs.Write(ctx.Request.Body())
+	inner := hs.Sum(want[:0])
+	hs.Reset()
+	hs.Write(c.opad[:])
+	hs.Write(inner)
+	mac := hs.Sum(want[:0])
+	shaPool.Put(hs)
+	if subtle.ConstantTimeCompare(mac, got[:n]) != 1 {
+		return nil, errSign
+	}
+	return c, nil
+}
+
+// rawURI is the request target exactly as received: path, and "?query" when
+// the request has one.
+func rawURI(ctx *fasthttp.RequestCtx) []byte {
+	u := ctx.Request.Header.RequestURI()
+	if len(u) > 0 && u[0] != '/' { // absolute form: strip scheme and host
+		for i := 0; i+2 < len(u); i++ {
+			if u[i] == '/' && u[i+1] == '/' {
+				j := i + 2
+				for j < len(u) && u[j] != '/' {
+					j++
+				}
+				return u[j:]
+			}
+		}
+	}
+	if len(u) > 0 && u[len(u)-1] == '?' {
+		u = u[:len(u)-1] // "?" with an empty query: no query
+	}
+	return u
+}

@@ -1,0 +1,520 @@
+package edge
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/engine"
+)
+
+func handleTime(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	st.buf = append(st.buf, `{"serverTime":`...)
+	st.buf = appendInt(st.buf, st.nowMs)
+	st.buf = append(st.buf, '}')
+	return nil
+}
+
+func handlePing(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	st.buf = append(st.buf, "{}"...)
+	return nil
+}
+
+func handleContractInfo(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	st.buf = append(st.buf, `{"symbols":[]}`...)
+	return nil
+}
+
+func handleCoins(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx); e != nil {
+		return e
+	}
+	st.buf = append(st.buf, s.coinsBody...)
+	return nil
+}
+
+// appendSymbolInfo builds m's exchangeInfo record (seed §2.9) once.
+func (s *Server) appendSymbolInfo(b []byte, m *market) []byte {
+	c := m.cfg
+	base, quote := &s.coins[m.spec.Base], &s.coins[m.spec.Quote]
+	str := func(k, v string) {
+		b = append(b, ',')
+		b = appendStr(b, k)
+		b = append(b, ':')
+		b = appendStr(b, v)
+	}
+	boolean := func(k string, v bool) {
+		b = append(b, ',')
+		b = appendStr(b, k)
+		b = append(b, ':')
+		b = appendBool(b, v)
+	}
+	b = append(b, `{"symbol":`...)
+	b = appendStr(b, c.Symbol)
+	status := "TRADING"
+	if !c.EnableTrade {
+		status = "BREAK"
+	}
+	str("status", status)
+	str("baseAsset", c.BaseAsset)
+	b = append(b, `,"baseAssetPrecision":`...)
+	b = appendInt(b, int64(base.Scale))
+	str("quoteAsset", c.QuoteAsset)
+	b = append(b, `,"quoteAssetPrecision":`...)
+	b = appendInt(b, int64(quote.Scale))
+	str("tickSize", c.TickSize)
+	str("stepSize", c.StepSize)
+	str("minTradeAmount", c.MinTradeAmount)
+	str("maxTradeAmount", c.MaxTradeAmount)
+	str("takerFeeRate", c.TakerFeeRate)
+	str("makerFeeRate", c.MakerFeeRate)
+	str("buyLimitPriceRatio", c.BuyLimitPriceRatio)
+	str("sellLimitPriceRatio", c.SellLimitPriceRatio)
+	str("marketBuyLimitSize", c.MarketBuyLimitSize)
+	str("marketSellLimitSize", c.MarketSellLimitSize)
+	str("marketFallbackPriceRatio", c.MarketFallbackPriceRatio)
+	boolean("enableTrade", c.EnableTrade)
+	boolean("enableDisplay", c.EnableDisplay)
+	str("displayDigitMerge", c.DisplayDigitMerge)
+	boolean("displayNew", c.DisplayNew)
+	boolean("displayHot", c.DisplayHot)
+	return append(b, '}')
+}
+
+// appendCoins builds the GET /api/v3/coins body once.
+func (s *Server) appendCoins(b []byte) []byte {
+	b = append(b, '[')
+	for i, co := range s.cfg.Coins {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"coin":`...)
+		b = appendStr(b, co.Coin)
+		b = append(b, `,"name":`...)
+		b = appendStr(b, co.Name)
+		b = append(b, `,"depositAllEnable":`...)
+		b = appendBool(b, co.DepositAllEnable)
+		b = append(b, `,"withdrawAllEnable":`...)
+		b = appendBool(b, co.WithdrawAllEnable)
+		b = append(b, `,"networkList":[`...)
+		for j, n := range co.NetworkList {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"network":`...)
+			b = appendStr(b, n.Network)
+			b = append(b, `,"coin":`...)
+			b = appendStr(b, co.Coin)
+			b = append(b, `,"name":`...)
+			b = appendStr(b, n.Network)
+			b = append(b, `,"isDefault":`...)
+			b = appendBool(b, n.IsDefault)
+			b = append(b, `,"depositEnable":`...)
+			b = appendBool(b, n.DepositEnable)
+			b = append(b, `,"withdrawEnable":`...)
+			b = appendBool(b, n.WithdrawEnable)
+			b = append(b, `,"withdrawFee":`...)
+			b = appendStr(b, n.WithdrawFee)
+			b = append(b, `,"withdrawMin":`...)
+			b = appendStr(b, n.WithdrawMin)
+			b = append(b, `,"withdrawIntegerMultiple":`...)
+			if n.WithdrawIntegerMultiple == "" {
+				b = append(b, "null"...)
+			} else {
+				b = append(b, n.WithdrawIntegerMultiple...) // a BigDecimal: a JSON number
+			}
+			b = append(b, `,"minConfirm":`...)
+			b = appendInt(b, int64(n.MinConfirm))
+			b = append(b, `,"withdrawTag":`...)
+			b = appendBool(b, n.WithdrawTag)
+			b = append(b, `,"depositDust":`...)
+			b = appendStr(b, n.DepositDust)
+			b = append(b, `,"contractAddress":`...)
+			b = appendStr(b, n.ContractAddress)
+			b = append(b, `,"contractAddressUrl":`...)
+			b = appendStr(b, n.ContractAddressURL)
+			for _, kv := range [...]struct {
+				k string
+				v *string
+			}{{"depositDesc", n.DepositDesc}, {"withdrawDesc", n.WithdrawDesc}, {"withdrawInternalMin", n.WithdrawInternalMin}} {
+				b = append(b, ',')
+				b = appendStr(b, kv.k)
+				b = append(b, ':')
+				if kv.v == nil {
+					b = append(b, "null"...)
+				} else {
+					b = appendStr(b, *kv.v)
+				}
+			}
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, ']')
+}
+
+// handleExchangeInfo: GET /api/v3/exchangeInfo[?symbol=|symbols=][&symbolStatus=TRADING].
+func handleExchangeInfo(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol", "symbols", "symbolStatus"); e != nil {
+		return e
+	}
+	args := ctx.QueryArgs()
+	if args.Has("symbol") && args.Has("symbols") {
+		return newErr(400, codeParamCombination, "symbol and symbols cannot be sent together")
+	}
+	tradingOnly := false
+	if args.Has("symbolStatus") {
+		if string(args.Peek("symbolStatus")) != "TRADING" {
+			return newErr(400, codeParam, "symbolStatus: only TRADING is supported")
+		}
+		tradingOnly = true
+	}
+	var want []bool // by market id; nil: all
+	if args.Has("symbol") {
+		m, e := s.argSymbol(ctx, true)
+		if e != nil {
+			return e
+		}
+		want = make([]bool, len(s.markets))
+		want[m.spec.ID] = true
+	} else if args.Has("symbols") {
+		names, e := parseSymbols(args.Peek("symbols"))
+		if e != nil {
+			return e
+		}
+		want = make([]bool, len(s.markets))
+		for _, n := range names {
+			m := s.bySymbol[n]
+			if m == nil {
+				return newErr(400, codeSymbol, "invalid symbol "+n)
+			}
+			want[m.spec.ID] = true
+		}
+	}
+	b := append(st.buf, `{"timezone":"UTC","serverTime":`...)
+	b = appendInt(b, st.nowMs)
+	b = append(b, `,"symbols":[`...)
+	first := true
+	for _, m := range s.markets {
+		if want != nil && !want[m.spec.ID] || tradingOnly && !m.cfg.EnableTrade {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, m.info...)
+	}
+	st.buf = append(b, "]}"...)
+	return nil
+}
+
+// parseSymbols reads "A,B" or a JSON array ["A","B"].
+func parseSymbols(v []byte) ([]string, *apiError) {
+	bad := newErr(400, codeParam, `symbols must be a comma-separated list or a JSON array of strings`)
+	v = bytes.TrimSpace(v)
+	var out []string
+	if len(v) > 0 && v[0] == '[' {
+		var d scanner
+		d.reset(v)
+		if !d.arrayStart() {
+			return nil, bad
+		}
+		for d.nextElem() {
+			sv, ok := d.str()
+			if !ok {
+				return nil, bad
+			}
+			out = append(out, string(sv))
+		}
+		if !d.end() {
+			return nil, bad
+		}
+	} else {
+		for _, p := range strings.Split(string(v), ",") {
+			out = append(out, strings.TrimSpace(p))
+		}
+	}
+	if len(out) == 0 || len(out) > 100 {
+		return nil, bad
+	}
+	return out, nil
+}
+
+// handleDepth: GET /api/v3/market/depth?symbol=&limit= (default 15, max 200).
+func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol", "limit"); e != nil {
+		return e
+	}
+	m, e := s.argSymbol(ctx, true)
+	if e != nil {
+		return e
+	}
+	limit, e := argInt(ctx, "limit", 15)
+	if e != nil {
+		return e
+	}
+	if limit < 1 || limit > 200 {
+		return limitErr("limit", 1, 200)
+	}
+	bids, asks, _, err := s.node.Depth(m.spec.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
+	st.bids, st.asks = bids, asks
+	if err != nil {
+		return queryErr(err)
+	}
+	sp := m.spec
+	side := func(b []byte, lv []engine.Level) []byte {
+		b = append(b, '[')
+		for i := range lv {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `["`...)
+			b = sp.AppendPrice(b, lv[i].Price)
+			b = append(b, `","`...)
+			b = sp.AppendQty(b, lv[i].Qty)
+			b = append(b, `"]`...)
+		}
+		return append(b, ']')
+	}
+	b := append(st.buf, `{"asks":`...)
+	b = side(b, asks)
+	b = append(b, `,"bids":`...)
+	b = side(b, bids)
+	b = append(b, `,"time":`...)
+	b = appendInt(b, st.nowMs)
+	st.buf = append(b, '}')
+	return nil
+}
+
+// handleMarketTrades: GET /api/v3/market/trades?symbol=&limit= (default 100, max 1000).
+func handleMarketTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol", "limit"); e != nil {
+		return e
+	}
+	m, e := s.argSymbol(ctx, true)
+	if e != nil {
+		return e
+	}
+	limit, e := argInt(ctx, "limit", 100)
+	if e != nil {
+		return e
+	}
+	if limit < 1 || limit > 1000 {
+		return limitErr("limit", 1, 1000)
+	}
+	trades, err := s.node.MarketTrades(m.spec.ID, int(limit), st.trades[:0])
+	st.trades = trades
+	if err != nil {
+		return queryErr(err)
+	}
+	sp := m.spec
+	quote := &s.coins[sp.Quote]
+	b := append(st.buf, '[')
+	for i := range trades {
+		t := &trades[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":"`...)
+		b = appendInt(b, t.TradeID)
+		b = append(b, `","price":"`...)
+		b = sp.AppendPrice(b, t.Price)
+		b = append(b, `","qty":"`...)
+		b = sp.AppendQty(b, t.Qty)
+		b = append(b, `","quoteQty":"`...)
+		b = appendAmount(b, quote, t.Quote)
+		b = append(b, `","time":`...)
+		b = appendInt(b, t.TimeMs)
+		b = append(b, `,"isBuyerMaker":`...)
+		b = appendBool(b, t.TakerSide == engine.Sell)
+		b = append(b, `,"isBestMatch":true}`...)
+	}
+	st.buf = append(b, ']')
+	return nil
+}
+
+// tickerMarkets resolves the optional symbol of the ticker endpoints.
+func (s *Server) tickerMarkets(ctx *fasthttp.RequestCtx) ([]*market, bool, *apiError) {
+	if e := checkArgs(ctx, "symbol"); e != nil {
+		return nil, false, e
+	}
+	m, e := s.argSymbol(ctx, false)
+	if e != nil {
+		return nil, false, e
+	}
+	if m != nil {
+		return []*market{m}, true, nil
+	}
+	return s.markets, false, nil
+}
+
+// handleTickerPrice: GET /api/v3/market/ticker/price[?symbol=].
+func handleTickerPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	ms, one, e := s.tickerMarkets(ctx)
+	if e != nil {
+		return e
+	}
+	b := st.buf
+	if !one {
+		b = append(b, '[')
+	}
+	for i, m := range ms {
+		_, _, last, err := s.node.Depth(m.spec.ID, 0, s.deadline(), st.bids[:0], st.asks[:0])
+		if err != nil {
+			return queryErr(err)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"symbol":`...)
+		b = appendStr(b, m.spec.Symbol)
+		b = append(b, `,"price":"`...)
+		b = m.spec.AppendPrice(b, last)
+		b = append(b, `"}`...)
+	}
+	if !one {
+		b = append(b, ']')
+	}
+	st.buf = b
+	return nil
+}
+
+// handleBookTicker: GET /api/v3/market/ticker/bookTicker[?symbol=].
+func handleBookTicker(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	ms, one, e := s.tickerMarkets(ctx)
+	if e != nil {
+		return e
+	}
+	b := st.buf
+	if !one {
+		b = append(b, '[')
+	}
+	for i, m := range ms {
+		bids, asks, _, err := s.node.Depth(m.spec.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
+		if err != nil {
+			return queryErr(err)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"symbol":`...)
+		b = appendStr(b, m.spec.Symbol)
+		b = appendBest(b, m.spec, "bid", bids)
+		b = appendBest(b, m.spec, "ask", asks)
+		b = append(b, `,"time":`...)
+		b = appendInt(b, st.nowMs)
+		b = append(b, '}')
+	}
+	if !one {
+		b = append(b, ']')
+	}
+	st.buf = b
+	return nil
+}
+
+func appendBest(b []byte, sp *engine.MarketSpec, side string, lv []engine.Level) []byte {
+	var p engine.Price
+	var q engine.Qty
+	if len(lv) > 0 {
+		p, q = lv[0].Price, lv[0].Qty
+	}
+	b = append(b, `,"`...)
+	b = append(b, side...)
+	b = append(b, `Price":"`...)
+	b = sp.AppendPrice(b, p)
+	b = append(b, `","`...)
+	b = append(b, side...)
+	b = append(b, `Qty":"`...)
+	b = sp.AppendQty(b, q)
+	return append(b, '"')
+}
+
+// handleTicker24h: GET /api/v3/market/ticker/24hr[?symbol=], computed from
+// the most recent 1000 public trades of the last 24 hours.
+func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	ms, one, e := s.tickerMarkets(ctx)
+	if e != nil {
+		return e
+	}
+	b := st.buf
+	if !one {
+		b = append(b, '[')
+	}
+	from := st.nowMs - 24*3600*1000
+	for i, m := range ms {
+		sp := m.spec
+		bids, asks, last, err := s.node.Depth(sp.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
+		if err != nil {
+			return queryErr(err)
+		}
+		trades, err := s.node.MarketTrades(sp.ID, 1000, st.trades[:0])
+		st.trades = trades
+		if err != nil {
+			return queryErr(err)
+		}
+		var open, high, low engine.Price
+		var vol engine.Qty
+		var qvol engine.Amount
+		var count, openT int64
+		for j := range trades { // newest first
+			t := &trades[j]
+			if t.TimeMs < from {
+				break
+			}
+			open, openT = t.Price, t.TimeMs
+			if high == 0 || t.Price > high {
+				high = t.Price
+			}
+			if low == 0 || t.Price < low {
+				low = t.Price
+			}
+			vol += t.Qty
+			qvol += t.Quote
+			count++
+		}
+		if count == 0 {
+			open, high, low, openT = last, last, last, st.nowMs
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"symbol":`...)
+		b = appendStr(b, sp.Symbol)
+		b = append(b, `,"priceChange":"`...)
+		b = engine.AppendFixed(b, int64(last-open)*sp.TickUnits, sp.PriceDecimals)
+		b = append(b, `","priceChangePercent":"`...)
+		pct := int64(0)
+		if open > 0 {
+			pct = int64(last-open) * 1_000_000 / int64(open)
+		}
+		b = engine.AppendFixed(b, pct, 6)
+		b = append(b, `","lastPrice":"`...)
+		b = sp.AppendPrice(b, last)
+		b = append(b, '"')
+		b = appendBest(b, sp, "bid", bids)
+		b = appendBest(b, sp, "ask", asks)
+		b = append(b, `,"openPrice":"`...)
+		b = sp.AppendPrice(b, open)
+		b = append(b, `","highPrice":"`...)
+		b = sp.AppendPrice(b, high)
+		b = append(b, `","lowPrice":"`...)
+		b = sp.AppendPrice(b, low)
+		b = append(b, `","volume":"`...)
+		b = sp.AppendQty(b, vol)
+		b = append(b, `","quoteVolume":"`...)
+		b = appendAmount(b, &s.coins[sp.Quote], qvol)
+		b = append(b, `","openTime":`...)
+		b = appendInt(b, openT)
+		b = append(b, `,"closeTime":`...)
+		b = appendInt(b, st.nowMs)
+		b = append(b, `,"count":`...)
+		b = appendInt(b, count)
+		b = append(b, '}')
+	}
+	if !one {
+		b = append(b, ']')
+	}
+	st.buf = b
+	return nil
+}

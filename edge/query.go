@@ -1,0 +1,367 @@
+package edge
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
+)
+
+// handleOpenOrders: GET /api/v3/openOrders[?symbol=].
+func handleOpenOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol"); e != nil {
+		return e
+	}
+	m, e := s.argSymbol(ctx, false)
+	if e != nil {
+		return e
+	}
+	id := engine.AllMarkets
+	if m != nil {
+		id = m.spec.ID
+	}
+	orders, err := s.node.OpenOrders(c.user, c.uid, id, s.deadline(), st.orders[:0])
+	st.orders = orders
+	if err != nil {
+		return queryErr(err)
+	}
+	b := append(st.buf, '[')
+	for i := range orders {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendOrder(b, s.markets[orders[i].Market], &orders[i])
+	}
+	st.buf = append(b, ']')
+	return nil
+}
+
+// timeRange reads startTime/endTime (Unix ms, inclusive).
+func timeRange(ctx *fasthttp.RequestCtx) (start, end int64, e *apiError) {
+	if start, e = argInt(ctx, "startTime", 0); e != nil {
+		return
+	}
+	if end, e = argInt(ctx, "endTime", math.MaxInt64); e != nil {
+		return
+	}
+	if end < start {
+		return 0, 0, errStartAfterEnd
+	}
+	return
+}
+
+// handleAllOrders: GET /api/v3/allOrders?symbol=&startTime=&endTime=&limit=&page=.
+func handleAllOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol", "startTime", "endTime", "limit", "page"); e != nil {
+		return e
+	}
+	m, e := s.argSymbol(ctx, true)
+	if e != nil {
+		return e
+	}
+	start, end, e := timeRange(ctx)
+	if e != nil {
+		return e
+	}
+	limit, e := argInt(ctx, "limit", 100)
+	if e != nil {
+		return e
+	}
+	if limit < 1 || limit > 1000 {
+		return limitErr("limit", 1, 1000)
+	}
+	page, e := argInt(ctx, "page", 1)
+	if e != nil {
+		return e
+	}
+	if page < 1 || page > 1_000_000 {
+		return limitErr("page", 1, 1_000_000)
+	}
+	orders, err := s.node.AllOrders(c.uid, m.spec.ID, start, end, int((page-1)*limit), int(limit), st.orders[:0])
+	st.orders = orders
+	if err != nil {
+		return queryErr(err)
+	}
+	b := append(st.buf, '[')
+	for i := range orders {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendOrder(b, m, &orders[i])
+	}
+	st.buf = append(b, ']')
+	return nil
+}
+
+// handleMyTrades: GET /api/v3/myTrades?symbol=&startTime=&endTime=&limit=&orderId=.
+func handleMyTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol", "startTime", "endTime", "limit", "orderId"); e != nil {
+		return e
+	}
+	m, e := s.argSymbol(ctx, true)
+	if e != nil {
+		return e
+	}
+	start, end, e := timeRange(ctx)
+	if e != nil {
+		return e
+	}
+	limit, e := argInt(ctx, "limit", 100)
+	if e != nil {
+		return e
+	}
+	if limit < 1 || limit > 1000 {
+		return limitErr("limit", 1, 1000)
+	}
+	orderID, e := argInt(ctx, "orderId", 0)
+	if e != nil {
+		return e
+	}
+	fetch := int(limit)
+	if orderID != 0 {
+		fetch = 1000
+	}
+	trades, err := s.node.Trades(c.uid, m.spec.ID, start, end, fetch, st.trades[:0])
+	st.trades = trades
+	if err != nil {
+		return queryErr(err)
+	}
+	sp := m.spec
+	base, quote := &s.coins[sp.Base], &s.coins[sp.Quote]
+	b := append(st.buf, '[')
+	n := 0
+	for i := range trades {
+		t := &trades[i]
+		maker := t.MakerUID == c.uid
+		order, fee := t.TakerOrder, t.TakerFee
+		buyer := t.TakerSide == engine.Buy
+		if maker {
+			order, fee, buyer = t.MakerOrder, t.MakerFee, !buyer
+		}
+		if orderID != 0 && order != orderID || int64(n) == limit {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, `{"symbol":`...)
+		b = appendStr(b, sp.Symbol)
+		b = append(b, `,"id":`...)
+		b = appendInt(b, t.TradeID)
+		b = append(b, `,"orderId":`...)
+		b = appendInt(b, order)
+		b = append(b, `,"price":"`...)
+		b = sp.AppendPrice(b, t.Price)
+		b = append(b, `","qty":"`...)
+		b = sp.AppendQty(b, t.Qty)
+		b = append(b, `","quoteQty":"`...)
+		b = appendAmount(b, quote, t.Quote)
+		b = append(b, `","commission":"`...)
+		feeCoin := quote
+		if buyer {
+			feeCoin = base
+		}
+		b = appendAmount(b, feeCoin, fee)
+		b = append(b, `","commissionAsset":`...)
+		b = appendStr(b, feeCoin.Name)
+		b = append(b, `,"time":`...)
+		b = appendInt(b, t.TimeMs)
+		b = append(b, `,"isBuyer":`...)
+		b = appendBool(b, buyer)
+		b = append(b, `,"isMaker":`...)
+		b = appendBool(b, maker)
+		b = append(b, '}')
+	}
+	st.buf = append(b, ']')
+	return nil
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+// handleAccount: GET /api/v3/account/.
+func handleAccount(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx); e != nil {
+		return e
+	}
+	bals, err := s.node.Balances(c.user, s.deadline(), st.bals[:0])
+	st.bals = bals
+	if err != nil {
+		return queryErr(err)
+	}
+	b := append(st.buf, `{"makerCommission":0,"takerCommission":0,"canTrade":true,"canWithdraw":true,"canDeposit":true,"updateTime":`...)
+	b = appendInt(b, st.nowMs)
+	b = append(b, `,"accountType":"SPOT","balances":[`...)
+	for i := range bals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		co := &s.coins[bals[i].Coin]
+		b = append(b, `{"asset":`...)
+		b = appendStr(b, co.Name)
+		b = append(b, `,"free":"`...)
+		b = appendAmount(b, co, bals[i].Avail)
+		b = append(b, `","locked":"`...)
+		b = appendAmount(b, co, bals[i].Frozen)
+		b = append(b, `"}`...)
+	}
+	b = append(b, `],"permissions":["SPOT"],"uid":`...)
+	b = appendInt(b, c.uid)
+	st.buf = append(b, '}')
+	return nil
+}
+
+// handleIncome: POST /api/v3/tax/income {coin, bizType, month, limit, page}.
+func handleIncome(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	d := &st.sc
+	body := ctx.Request.Body()
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	d.reset(body)
+	var coin, biz, month []byte
+	limit, page := int64(10), int64(1)
+	hasCoin, hasBiz, hasMonth := false, false, false
+	var bad *apiError
+	if d.objectStart() {
+		for d.nextKey() {
+			key := d.key
+			if d.kind() == 'z' {
+				d.literal()
+				continue
+			}
+			switch string(key) {
+			case "coin", "bizType", "month":
+				if d.kind() != 's' {
+					if bad == nil {
+						bad = newErr(400, codeParam, fmt.Sprintf("parameter %s must be a string", key))
+					}
+					d.skip()
+					continue
+				}
+				v, _ := d.str()
+				switch string(key) {
+				case "coin":
+					coin, hasCoin = v, true
+				case "bizType":
+					biz, hasBiz = v, true
+				default:
+					month, hasMonth = v, true
+				}
+			case "limit", "page":
+				var raw []byte
+				switch d.kind() {
+				case 'n':
+					raw, _ = d.number()
+				case 's':
+					raw, _ = d.str()
+				default:
+					d.skip()
+				}
+				v, ok := parseInt(raw)
+				if !ok && bad == nil {
+					bad = newErr(400, codeParam, fmt.Sprintf("parameter %s must be a positive integer", key))
+				}
+				if string(key) == "limit" {
+					limit = v
+				} else {
+					page = v
+				}
+			default:
+				if bad == nil {
+					bad = newErr(400, codeParam, fmt.Sprintf("unknown parameter %q", key))
+				}
+				d.skip()
+			}
+		}
+	}
+	if !d.end() {
+		return errJSON
+	}
+	if bad != nil {
+		return bad
+	}
+	if limit < 1 || limit > 200 {
+		return limitErr("limit", 1, 200)
+	}
+	if page < 1 || page > 1_000_000 {
+		return limitErr("page", 1, 1_000_000)
+	}
+	coinID := journal.CoinAll
+	if hasCoin {
+		coinID = -2
+		for i := range s.coins {
+			if s.coins[i].Name == string(coin) {
+				coinID = i
+			}
+		}
+		if coinID == -2 {
+			return newErr(400, codeParam, "unknown coin")
+		}
+	}
+	var bt engine.BizType
+	if hasBiz {
+		if bt = engine.ParseBizType(biz); bt == 0 {
+			return newErr(400, codeParam, "unknown bizType")
+		}
+	}
+	now := time.UnixMilli(st.nowMs).UTC()
+	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if hasMonth {
+		t, err := time.Parse("2006-01", string(month))
+		if err != nil || len(month) != 7 {
+			return newErr(400, codeParam, "month must be YYYY-MM")
+		}
+		from = t
+	}
+	to := from.AddDate(0, 1, 0)
+	bills, err := s.node.Bills(c.uid, coinID, bt, from.UnixMilli(), to.UnixMilli(), int((page-1)*limit), int(limit), st.bills[:0])
+	st.bills = bills
+	if err != nil {
+		return queryErr(err)
+	}
+	b := append(st.buf, '[')
+	for i := range bills {
+		bl := &bills[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		co := &s.coins[bl.Coin]
+		b = append(b, `{"billId":"`...)
+		b = appendInt(b, int64(bl.BillID))
+		b = append(b, `","coinId":`...)
+		b = appendInt(b, co.ExternalID)
+		b = append(b, `,"coinName":`...)
+		b = appendStr(b, co.Name)
+		b = append(b, `,"bizType":`...)
+		b = appendStr(b, bl.Biz.String())
+		b = append(b, `,"fillSize":"`...)
+		if bl.FillQty != 0 && int(bl.Market) < len(s.markets) {
+			mk := s.markets[bl.Market].spec
+			b = mk.AppendQty(b, bl.FillQty)
+			b = append(b, `","fillValue":"`...)
+			b = appendAmount(b, &s.coins[mk.Quote], bl.FillQuote)
+		} else {
+			b = append(b, `0","fillValue":"0`...)
+		}
+		b = append(b, `","deltaAmount":"`...)
+		b = appendAmount(b, co, bl.Delta)
+		b = append(b, `","afterAmount":"`...)
+		b = appendAmount(b, co, bl.After)
+		b = append(b, `","fees":"`...)
+		b = appendAmount(b, co, bl.Fee)
+		b = append(b, `","cTime":"`...)
+		b = appendInt(b, bl.TimeMs)
+		b = append(b, `"}`...)
+	}
+	st.buf = append(b, ']')
+	return nil
+}

@@ -1,0 +1,232 @@
+package edge
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
+)
+
+// handler serves one endpoint. It appends a success body to st.buf and
+// returns nil, or returns the error to answer. c is nil on public endpoints.
+type handler func(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError
+
+type endpoint struct {
+	ipWeight  int64
+	uidWeight int64
+	signed    bool
+	h         handler
+}
+
+type route struct{ get, post, del *endpoint }
+
+// restRoutes is the REST surface with each endpoint's weights (seed §8 where
+// listed; our choices, documented in docs/API.md, elsewhere).
+func (s *Server) restRoutes() map[string]*route {
+	pub := func(ip int64, h handler) *endpoint { return &endpoint{ipWeight: ip, h: h} }
+	sig := func(ip, uid int64, h handler) *endpoint { return &endpoint{ipWeight: ip, uidWeight: uid, signed: true, h: h} }
+	r := map[string]*route{
+		"/api/v3/time":                     {get: pub(1, handleTime)},
+		"/api/v3/ping":                     {get: pub(1, handlePing)},
+		"/api/v3/exchangeInfo":             {get: pub(20, handleExchangeInfo)},
+		"/api/v3/coins":                    {get: pub(5, handleCoins)},
+		"/api/v3/market/depth":             {get: pub(5, handleDepth)},
+		"/api/v3/market/trades":            {get: pub(5, handleMarketTrades)},
+		"/api/v3/market/ticker/price":      {get: pub(2, handleTickerPrice)},
+		"/api/v3/market/ticker/bookTicker": {get: pub(2, handleBookTicker)},
+		"/api/v3/market/ticker/24hr":       {get: pub(5, handleTicker24h)},
+		"/capi/v3/market/exchangeInfo":     {get: pub(5, handleContractInfo)},
+		"/api/v3/order/batch":              {post: sig(10, 50, handleBatch)},
+		"/api/v3/order":                    {post: sig(2, 5, handlePlace), get: sig(2, 2, handleGetOrder), del: sig(2, 2, handleCancel)},
+		"/api/v3/openOrders":               {get: sig(3, 3, handleOpenOrders), del: sig(3, 5, handleCancelAll)},
+		"/api/v3/allOrders":                {get: sig(10, 10, handleAllOrders)},
+		"/api/v3/myTrades":                 {get: sig(5, 5, handleMyTrades)},
+		"/api/v3/account":                  {get: sig(5, 5, handleAccount)},
+		"/api/v3/tax/income":               {post: sig(5, 50, handleIncome)},
+	}
+	r["/api/v3/account/"] = r["/api/v3/account"]
+	return r
+}
+
+// reqState is the per-request scratch, pooled: decoding, results and the
+// response body reuse its buffers.
+type reqState struct {
+	buf    []byte
+	hdr    []byte
+	sc     scanner
+	orders []engine.OrderView
+	bids   []engine.Level
+	asks   []engine.Level
+	bals   []journal.Balance
+	bills  []engine.Bill
+	trades []engine.Trade
+	elems  [maxBatch]batchElem
+	reqs   [maxBatch]*journal.Request
+	nowMs  int64
+}
+
+var statePool = sync.Pool{New: func() any {
+	return &reqState{buf: make([]byte, 0, 4096), hdr: make([]byte, 0, 64)}
+}}
+
+func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
+	st := statePool.Get().(*reqState)
+	st.nowMs = time.Now().UnixMilli()
+	defer func() {
+		if p := recover(); p != nil {
+			s.logf("edge: panic serving %s %s: %v", ctx.Method(), ctx.Path(), p)
+			ctx.Response.Reset()
+			writeError(ctx, st.buf, errInternal)
+		}
+		st.buf = st.buf[:0]
+		statePool.Put(st)
+	}()
+	if e := s.dispatch(ctx, st); e != nil {
+		st.buf = writeError(ctx, st.buf, e)
+		return
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetBody(st.buf)
+}
+
+func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
+	rt := s.routes[string(ctx.Path())]
+	var ep *endpoint
+	if rt != nil {
+		switch string(ctx.Method()) {
+		case "GET":
+			ep = rt.get
+		case "POST":
+			ep = rt.post
+		case "DELETE":
+			ep = rt.del
+		}
+	}
+	w := int64(1)
+	if ep != nil {
+		w = ep.ipWeight
+	}
+	rl := &s.cfg.RateLimits
+	if rl.Enabled {
+		used, ok, retry := s.ipLim.take(ipKey(ctx.RemoteIP()), w, rl.IPWeight, st.nowMs)
+		st.hdr = appendInt(st.hdr[:0], used)
+		ctx.Response.Header.SetBytesV("X-USED-WEIGHT-IP-10S", st.hdr)
+		if !ok {
+			st.hdr = appendInt(st.hdr[:0], retry)
+			ctx.Response.Header.SetBytesV("Retry-After", st.hdr)
+			return errRateLimited
+		}
+	}
+	if rt == nil {
+		return errNotFound
+	}
+	if ep == nil {
+		return errMethod
+	}
+	var c *cred
+	if ep.signed {
+		var e *apiError
+		if c, e = s.authenticate(ctx, st.nowMs); e != nil {
+			return e
+		}
+		if rl.Enabled {
+			budget := rl.UIDWeight
+			if c.uidBudget > 0 {
+				budget = c.uidBudget
+			}
+			used, ok, retry := s.uidLim.take(uint64(c.uid), ep.uidWeight, budget, st.nowMs)
+			st.hdr = appendInt(st.hdr[:0], used)
+			ctx.Response.Header.SetBytesV("X-USED-WEIGHT-UID-10S", st.hdr)
+			if !ok {
+				st.hdr = appendInt(st.hdr[:0], retry)
+				ctx.Response.Header.SetBytesV("Retry-After", st.hdr)
+				return errRateLimited
+			}
+		}
+	}
+	if ctx.IsPost() && !isJSON(ctx.Request.Header.ContentType()) {
+		return errContentType
+	}
+	st.buf = st.buf[:0]
+	return ep.h(s, ctx, st, c)
+}
+
+// isJSON accepts "application/json" with optional parameters.
+func isJSON(ct []byte) bool {
+	const want = "application/json"
+	if len(ct) < len(want) || !bytes.EqualFold(ct[:len(want)], []byte(want)) {
+		return false
+	}
+	rest := ct[len(want):]
+	return len(rest) == 0 || rest[0] == ';' || rest[0] == ' '
+}
+
+// query helpers ---------------------------------------------------------
+
+// checkArgs refuses query parameters other than allowed ones (and repeats).
+func checkArgs(ctx *fasthttp.RequestCtx, allowed ...string) *apiError {
+	args := ctx.QueryArgs()
+	n := 0
+	for _, a := range allowed {
+		if args.Has(a) {
+			n++
+		}
+	}
+	if args.Len() == n {
+		return nil
+	}
+	var bad string
+	for k := range args.All() {
+		known := false
+		for _, a := range allowed {
+			if string(k) == a {
+				known = true
+			}
+		}
+		if !known {
+			bad = string(k)
+			break
+		}
+	}
+	if bad == "" {
+		return newErr(400, codeParam, "a query parameter is repeated")
+	}
+	return newErr(400, codeParam, fmt.Sprintf("unknown parameter %q", bad))
+}
+
+// argInt reads an optional non-negative integer query parameter.
+func argInt(ctx *fasthttp.RequestCtx, name string, def int64) (int64, *apiError) {
+	args := ctx.QueryArgs()
+	if !args.Has(name) {
+		return def, nil
+	}
+	v, ok := parseInt(args.Peek(name))
+	if !ok {
+		return 0, newErr(400, codeParam, "parameter "+name+" must be a non-negative integer")
+	}
+	return v, nil
+}
+
+// argSymbol resolves the symbol parameter; required or optional.
+func (s *Server) argSymbol(ctx *fasthttp.RequestCtx, required bool) (*market, *apiError) {
+	args := ctx.QueryArgs()
+	if !args.Has("symbol") {
+		if required {
+			return nil, errSymbolMissing
+		}
+		return nil, nil
+	}
+	m := s.bySymbol[string(args.Peek("symbol"))]
+	if m == nil {
+		return nil, errSymbolInvalid
+	}
+	return m, nil
+}
+
+func limitErr(name string, lo, hi int64) *apiError {
+	return newErr(400, codeParam, fmt.Sprintf("%s must be between %d and %d", name, lo, hi))
+}

@@ -1,0 +1,318 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
+)
+
+// Options configures Open.
+type Options struct {
+	Config      *Config
+	DataDir     string
+	AdminToken  string        // "": the config's admin_token
+	RecvWindow  time.Duration // accepted |now - ACCESS-TIMESTAMP|; 0: 30 s
+	WaitTimeout time.Duration // longest wait for a command to be durable; 0: 5 s
+	Shards      int           // market shards for a new data directory; 0: one per CPU
+	Logf        func(format string, args ...any)
+}
+
+// MaxBodyBytes bounds request bodies (SPEC §3: larger ones get 413).
+const MaxBodyBytes = 64 << 10
+
+// maxBatch bounds POST /api/v3/order/batch (seed §8).
+const maxBatch = 10
+
+// noUser marks a CmdAddUser whose registration did not happen (the engine
+// overwrites Cmd.User only on success).
+const noUser = ^engine.UserIdx(0)
+
+// Server is the REST edge: routing, authentication, rate limits, request
+// decoding and response encoding around a journal.Node.
+type Server struct {
+	cfg          *Config
+	node         *journal.Node
+	keys         *keyTable
+	coins        []engine.Coin
+	specs        []*engine.MarketSpec
+	markets      []*market // by engine.MarketID
+	bySymbol     map[string]*market
+	ipLim        *limiter
+	uidLim       *limiter
+	recvWindowMs int64
+	waitTimeout  time.Duration
+	adminToken   []byte
+	routes       map[string]*route
+	adminRoutes  map[string]*route
+	coinsBody    []byte
+	maxUID       atomic.Int64 // highest uid registered (admin uid allocation)
+	logf         func(format string, args ...any)
+
+	rest, admin *fasthttp.Server
+	restLn      net.Listener
+	adminLn     net.Listener
+	serveWG     sync.WaitGroup
+}
+
+type market struct {
+	spec *engine.MarketSpec
+	cfg  *SpotConfig
+	info []byte // the exchangeInfo record, precomputed
+}
+
+// Open opens the data directory (replaying the journal), registers the
+// config's users and, on a new directory, credits their deposits.
+func Open(o Options) (*Server, error) {
+	if o.Config == nil {
+		return nil, errors.New("edge: no config")
+	}
+	if o.RecvWindow <= 0 {
+		o.RecvWindow = 30 * time.Second
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = 5 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.AdminToken == "" {
+		o.AdminToken = o.Config.AdminToken
+	}
+	coins, specs, err := o.Config.engineSpecs()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: o.Config, keys: newKeyTable(), coins: coins, specs: specs,
+		bySymbol: map[string]*market{}, ipLim: newLimiter(), uidLim: newLimiter(),
+		recvWindowMs: o.RecvWindow.Milliseconds(), waitTimeout: o.WaitTimeout,
+		adminToken: []byte(o.AdminToken), logf: o.Logf}
+	for i, sp := range specs {
+		m := &market{spec: sp, cfg: &o.Config.Spot[i]}
+		m.info = s.appendSymbolInfo(nil, m)
+		s.markets = append(s.markets, m)
+		s.bySymbol[sp.Symbol] = m
+	}
+	s.coinsBody = s.appendCoins(nil)
+	s.routes = s.restRoutes()
+	s.adminRoutes = s.adminRouteTable()
+
+	fresh := isFresh(o.DataDir)
+	node, err := journal.Open(journal.Options{Dir: o.DataDir, Shards: o.Shards, Coins: coins, Markets: specs,
+		FeeUID: o.Config.FeeUID, Logf: o.Logf, OnAddUser: s.onAddUser})
+	if err != nil {
+		return nil, err
+	}
+	s.node = node
+	if err := s.bootstrap(fresh); err != nil {
+		node.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// isFresh reports whether dir is missing or empty: a new data directory.
+// (journal.Node does not say whether it created the directory.)
+func isFresh(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	return err != nil && os.IsNotExist(err) || err == nil && len(ents) == 0
+}
+
+// onAddUser runs on the ledger goroutine for every applied CmdAddUser, live
+// and on replay: admin-created users get their derived credentials.
+func (s *Server) onAddUser(c *engine.Cmd) {
+	if c.UID > s.maxUID.Load() {
+		s.maxUID.Store(c.UID)
+	}
+	if c.User == noUser || c.Text.N != seedLen {
+		return
+	}
+	key, secret, pass := deriveCreds(c.Text.Bytes())
+	s.keys.add(newCred(c.UID, c.User, key, secret, pass, 0))
+}
+
+const seedLen = 32
+
+func (s *Server) bootstrap(fresh bool) error {
+	acc := s.node.Accounts()
+	add := func(uid int64, broker bool, ref int64) error {
+		if _, ok := acc.Lookup(uid); ok {
+			return nil
+		}
+		r := journal.AcquireRequest()
+		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: broker, Referrer: ref, User: noUser}
+		if err := s.run(r); err != nil {
+			return fmt.Errorf("edge: registering uid %d: %v", uid, err.msg)
+		}
+		rej := r.Out.Reject
+		journal.ReleaseRequest(r)
+		if rej != engine.OK && rej != engine.RejectUserExists {
+			return fmt.Errorf("edge: registering uid %d: %v", uid, rej)
+		}
+		return nil
+	}
+	if err := add(s.cfg.FeeUID, false, 0); err != nil {
+		return err
+	}
+	for _, u := range s.cfg.Users {
+		if err := add(u.UID, u.Broker, u.ReferrerUID); err != nil {
+			return err
+		}
+	}
+	for _, u := range s.cfg.Users {
+		idx, ok := acc.Lookup(u.UID)
+		if !ok {
+			return fmt.Errorf("edge: uid %d not registered", u.UID)
+		}
+		s.keys.add(newCred(u.UID, idx, u.APIKey, u.SecretKey, u.Passphrase, u.UIDWeight))
+		if !fresh {
+			continue
+		}
+		for ci, co := range s.cfg.Coins { // config order: deterministic
+			amt, ok := u.Deposits[co.Coin]
+			if !ok {
+				continue
+			}
+			v, _ := engine.ParseFixed([]byte(amt), co.Scale)
+			r := journal.AcquireRequest()
+			r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: idx, UID: u.UID, Coin: engine.CoinID(ci), Amount: engine.Amount(v)}
+			if err := s.run(r); err != nil {
+				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, err.msg)
+			}
+			rej := r.Out.Reject
+			journal.ReleaseRequest(r)
+			if rej != engine.OK {
+				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, rej)
+			}
+		}
+	}
+	return nil
+}
+
+// run submits r and waits for it. On error r is not to be used again
+// (after a timeout the journal may still write to it, so it is not
+// released).
+func (s *Server) run(r *journal.Request) *apiError {
+	if e := s.submit(r); e != nil {
+		journal.ReleaseRequest(r)
+		return e
+	}
+	return s.wait(r)
+}
+
+func (s *Server) submit(r *journal.Request) *apiError {
+	switch err := s.node.Submit(r); {
+	case err == nil:
+		return nil
+	case errors.Is(err, journal.ErrBusy):
+		return errBusy
+	case errors.Is(err, journal.ErrClosed):
+		return errClosing
+	default:
+		return errInternal
+	}
+}
+
+// wait waits for a submitted r. On a timeout r is abandoned (not
+// released); on other errors it is released.
+func (s *Server) wait(r *journal.Request) *apiError {
+	switch err := r.Wait(time.Now().Add(s.waitTimeout)); {
+	case err == nil:
+		return nil
+	case errors.Is(err, journal.ErrTimeout):
+		return errTimeout
+	case errors.Is(err, journal.ErrClosed):
+		journal.ReleaseRequest(r)
+		return errClosing
+	default:
+		journal.ReleaseRequest(r)
+		return errInternal
+	}
+}
+
+func (s *Server) deadline() time.Time { return time.Now().Add(s.waitTimeout) }
+
+// Node returns the running core.
+func (s *Server) Node() *journal.Node { return s.node }
+
+func (s *Server) newHTTPServer(h fasthttp.RequestHandler, name string) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:               h,
+		Name:                  name,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		IdleTimeout:           60 * time.Second,
+		MaxRequestBodySize:    MaxBodyBytes,
+		ReadBufferSize:        8 << 10, // bounds the request line and headers
+		MaxConnsPerIP:         1024,
+		Concurrency:           16 << 10,
+		CloseOnShutdown:       true,
+		NoDefaultServerHeader: true,
+		ErrorHandler:          s.httpError,
+	}
+}
+
+// httpError answers requests fasthttp could not parse.
+func (s *Server) httpError(ctx *fasthttp.RequestCtx, err error) {
+	var buf [160]byte
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeError(ctx, buf[:0], errBodyTooLarge)
+	default:
+		var se *fasthttp.ErrSmallBuffer
+		if errors.As(err, &se) {
+			writeError(ctx, buf[:0], newErr(431, codeParam, "request headers too large"))
+			return
+		}
+		writeError(ctx, buf[:0], newErr(400, codeParam, "malformed HTTP request"))
+	}
+}
+
+// Listen binds the REST and admin addresses (":0" picks a free port).
+func (s *Server) Listen(restAddr, adminAddr string) error {
+	var err error
+	if s.restLn, err = net.Listen("tcp", restAddr); err != nil {
+		return err
+	}
+	if s.adminLn, err = net.Listen("tcp", adminAddr); err != nil {
+		s.restLn.Close()
+		return err
+	}
+	return nil
+}
+
+// Addrs returns the bound REST and admin addresses.
+func (s *Server) Addrs() (rest, admin string) { return s.restLn.Addr().String(), s.adminLn.Addr().String() }
+
+// Serve serves both listeners until Shutdown.
+func (s *Server) Serve() {
+	s.rest = s.newHTTPServer(s.serveREST, "exchanged")
+	s.admin = s.newHTTPServer(s.serveAdmin, "exchanged-admin")
+	s.serveWG.Add(2)
+	go func() { defer s.serveWG.Done(); s.rest.Serve(s.restLn) }()
+	go func() { defer s.serveWG.Done(); s.admin.Serve(s.adminLn) }()
+}
+
+// Shutdown stops accepting, lets in-flight requests finish, then closes
+// the node (drain, sync, snapshot).
+func (s *Server) Shutdown(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if s.rest != nil {
+		s.rest.ShutdownWithContext(ctx)
+		s.admin.ShutdownWithContext(ctx)
+		s.serveWG.Wait()
+	}
+	return s.node.Close()
+}
+
+func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
