@@ -34,6 +34,7 @@ type Options struct {
 	SnapshotEvery    int           // commands between snapshots; 0: default
 	SnapshotInterval time.Duration // 0: default
 	ReadOnly         bool          // open for audit: replay, never write
+	FullReplay       bool          // ignore snapshots: replay every shard's journal from seq 1 (audit)
 
 	Logf func(format string, args ...any) // progress and warnings; nil: discard
 

@@ -50,7 +50,8 @@ type impl struct {
 
 	// ackBeforeSync is a deliberately broken mode for the crash test's
 	// self-check (JOURNAL_TEST_ACK_BEFORE_SYNC=1 in the test binary only):
-	// requests are acknowledged before their batch is synced.
+	// requests are acknowledged when queued, before they are applied,
+	// written or synced. Callers must not release such requests.
 	ackBeforeSync bool
 }
 
@@ -219,6 +220,14 @@ func (x *impl) push(s *shard, r *Request) error {
 		return ErrBusy
 	}
 	x.submitters.Add(-1)
+	if x.ackBeforeSync {
+		// Broken on purpose: acknowledge on enqueue, long before the sync.
+		r.rt.state.Store(stateDone)
+		select {
+		case r.rt.done <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 

@@ -144,15 +144,6 @@ func (s *shard) segment(b []*Request) {
 		s.rec = finishRecord(s.rec, count)
 		s.key = journalKey(s.key[:0], s.id, first)
 		wb.Set(s.key, s.rec, nil)
-		if x.ackBeforeSync {
-			// Broken on purpose (crash test self-check): answer first.
-			s.eng.Flush()
-			s.flushed.Store(s.seq)
-			for _, r := range b {
-				r.complete(nil)
-			}
-			b = nil
-		}
 		if err := wb.Commit(pebble.Sync); err != nil {
 			// The state in memory is ahead of the journal and can no longer
 			// be made durable: stopping loudly is the only honest answer.

@@ -74,6 +74,25 @@ func (x *impl) state(deadline time.Time) (h [32]byte, seqs []uint64, err error) 
 	return engine.StateHash(x.acc, x.engines), x.seqsNow(), nil
 }
 
+// Check runs engine.CheckInvariants at a barrier through every ring (or
+// directly on a read-only node).
+func (n *Node) Check(deadline time.Time) error {
+	if n.opt.ReadOnly {
+		return engine.CheckInvariants(n.acc, n.engines)
+	}
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	n.barMu.Lock()
+	defer n.barMu.Unlock()
+	b, err := n.stopAll(deadline)
+	if err != nil {
+		return err
+	}
+	defer close(b.release)
+	return engine.CheckInvariants(n.acc, n.engines)
+}
+
 func (x *impl) seqsNow() []uint64 {
 	s := make([]uint64, len(x.shards))
 	for i, sh := range x.shards {
@@ -167,6 +186,9 @@ func (x *impl) loadSnapshot() ([]uint64, error) {
 		no := be.Uint64(it.Key()[1:])
 		if x.snapNo == 0 {
 			x.snapNo = no
+		}
+		if x.opt.FullReplay {
+			break
 		}
 		v, err := it.ValueAndErr()
 		if err == nil {
