@@ -1,0 +1,363 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/engine/enginetest"
+)
+
+// harness runs one command stream through a cluster of engines and through
+// the reference model, comparing every Out and, periodically, the state.
+type harness struct {
+	t     testing.TB
+	cl    *enginetest.Cluster
+	ref   *enginetest.Ref
+	pr    *enginetest.Printer
+	specs []*engine.MarketSpec
+	seq   uint64
+	ts    int64
+	eo    engine.Out
+	ro    engine.Out
+
+	// statistics, to prove the stream exercised what it should
+	rejects [32]int
+	trades  int
+	expired int
+	maxBook int
+	buf     []byte
+}
+
+func newHarness(t testing.TB, shards int) *harness {
+	coins := enginetest.Coins()
+	specs := enginetest.Specs(coins, enginetest.MarketConfigs())
+	return &harness{t: t, cl: enginetest.NewCluster(shards), specs: specs,
+		ref: enginetest.NewRef(coins, enginetest.MarketConfigs(), enginetest.FeeUID),
+		pr:  &enginetest.Printer{Coins: coins, Specs: specs}, ts: 1_700_000_000_000}
+}
+
+// step applies c to both and compares the outputs. It returns false (after
+// reporting) on a mismatch.
+func (h *harness) step(c engine.Cmd) bool {
+	h.seq++
+	h.ts += int64(h.seq % 2) // pairs of commands share a millisecond
+	e := h.cl.Route(&c)
+	ec := c
+	e.Apply(&ec, h.seq, h.ts, &h.eo)
+	e.Flush()
+	h.ref.Apply(c, h.seq, h.ts, e.Shard(), &h.ro)
+	if d := diffOut(&h.eo, &h.ro); d != "" {
+		h.t.Errorf("command seq %d %s: %s\ngot (engine):\n%swant (reference):\n%s", h.seq, fmtCmd(&c), d,
+			h.pr.Out(nil, &h.eo), h.pr.Out(nil, &h.ro))
+		return false
+	}
+	if int(h.eo.Reject) < len(h.rejects) {
+		h.rejects[h.eo.Reject]++
+	}
+	h.trades += len(h.eo.Trades)
+	if h.eo.HasOrder && h.eo.Order.Status == engine.StatusExpired {
+		h.expired++
+	}
+	return true
+}
+
+func fmtCmd(c *engine.Cmd) string {
+	return fmt.Sprintf("{Kind:%d Side:%d Type:%d TIF:%d Market:%d Coin:%d User:%d UID:%d Price:%d Qty:%d OrderID:%d Amount:%d Text:%q}",
+		c.Kind, c.Side, c.Type, c.TIF, c.Market, c.Coin, c.User, c.UID, c.Price, c.Qty, c.OrderID, c.Amount, c.Text.String())
+}
+
+// diffOut describes the first difference between got and want, or "".
+func diffOut(got, want *engine.Out) string {
+	if got.Reject != want.Reject {
+		return fmt.Sprintf("reject: got %v, want %v", got.Reject, want.Reject)
+	}
+	if got.HasOrder != want.HasOrder {
+		return fmt.Sprintf("HasOrder: got %v, want %v", got.HasOrder, want.HasOrder)
+	}
+	if got.HasOrder && got.Order != want.Order {
+		return fmt.Sprintf("Order: got %+v, want %+v", got.Order, want.Order)
+	}
+	if got.BillID != want.BillID {
+		return fmt.Sprintf("BillID: got %#x, want %#x", got.BillID, want.BillID)
+	}
+	if len(got.Updates) != len(want.Updates) {
+		return fmt.Sprintf("%d updates, want %d", len(got.Updates), len(want.Updates))
+	}
+	for i := range got.Updates {
+		if got.Updates[i] != want.Updates[i] {
+			return fmt.Sprintf("update %d: got %+v, want %+v", i, got.Updates[i], want.Updates[i])
+		}
+	}
+	if len(got.Trades) != len(want.Trades) {
+		return fmt.Sprintf("%d trades, want %d", len(got.Trades), len(want.Trades))
+	}
+	for i := range got.Trades {
+		if got.Trades[i] != want.Trades[i] {
+			return fmt.Sprintf("trade %d: got %+v, want %+v", i, got.Trades[i], want.Trades[i])
+		}
+	}
+	if len(got.Bills) != len(want.Bills) {
+		return fmt.Sprintf("%d bills, want %d", len(got.Bills), len(want.Bills))
+	}
+	for i := range got.Bills {
+		if got.Bills[i] != want.Bills[i] {
+			return fmt.Sprintf("bill %d: got %+v, want %+v", i, got.Bills[i], want.Bills[i])
+		}
+	}
+	return ""
+}
+
+// diffState compares the engines' full state with the reference: balances,
+// net per coin, every user's working orders, depth and last price per
+// market, and the state hash. It returns "" when equal.
+func (h *harness) diffState() string {
+	var sb strings.Builder
+	acc := h.cl.Acc
+	if acc.NumUsers() != len(h.ref.Users) {
+		return fmt.Sprintf("users: got %d, want %d", acc.NumUsers(), len(h.ref.Users))
+	}
+	for c := range h.ref.Coins {
+		if got, want := acc.Net(engine.CoinID(c)), h.ref.Net[c]; int64(got) != want {
+			fmt.Fprintf(&sb, "net %s: got %d, want %d\n", h.ref.Coins[c].Name, got, want)
+		}
+	}
+	for u := range h.ref.Users {
+		for c := range h.ref.Coins {
+			ga, gf := acc.Balance(engine.UserIdx(u), engine.CoinID(c))
+			wa, wf := h.ref.Balance(engine.UserIdx(u), engine.CoinID(c))
+			if int64(ga) != wa || int64(gf) != wf {
+				fmt.Fprintf(&sb, "uid %d %s: got avail %d frozen %d, want avail %d frozen %d\n",
+					h.ref.Users[u].UID, h.ref.Coins[c].Name, ga, gf, wa, wf)
+			}
+		}
+	}
+	var views []engine.OrderView
+	for _, m := range h.ref.Markets {
+		e := h.cl.Route(&engine.Cmd{Kind: engine.CmdPlace, Market: m.ID})
+		if got, want := e.LastPrice(m.ID), m.Last; int64(got) != want {
+			fmt.Fprintf(&sb, "%s last price: got %d, want %d\n", m.Symbol, got, want)
+		}
+		for u := range h.ref.Users {
+			views = e.OpenOrders(engine.UserIdx(u), m.ID, views[:0])
+			want := h.ref.OpenOrders(engine.UserIdx(u), m.ID)
+			if len(views) != len(want) {
+				fmt.Fprintf(&sb, "%s uid %d: got %d open orders, want %d\n", m.Symbol, h.ref.Users[u].UID, len(views), len(want))
+				continue
+			}
+			for i := range views {
+				if views[i] != want[i] {
+					fmt.Fprintf(&sb, "%s uid %d open order %d: got %+v, want %+v\n", m.Symbol, h.ref.Users[u].UID, i, views[i], want[i])
+				}
+			}
+		}
+		gb, ga := e.Depth(m.ID, 1<<30, nil, nil)
+		wb, wa := h.ref.Depth(m.ID)
+		if fmt.Sprint(gb, ga) != fmt.Sprint(wb, wa) {
+			fmt.Fprintf(&sb, "%s depth: got bids %v asks %v, want bids %v asks %v\n", m.Symbol, gb, ga, wb, wa)
+		}
+	}
+	if sb.Len() == 0 {
+		if got, want := engine.StateHash(acc, h.cl.All), h.ref.StateHash(); got != want {
+			fmt.Fprintf(&sb, "state hash: got %x, want %x (every field compared above is equal)\n", got, want)
+		}
+	}
+	return sb.String()
+}
+
+// checkInvariants runs engine.CheckInvariants and this file's own
+// whole-state checks (written against the public API only).
+func (h *harness) checkInvariants() error {
+	if err := engine.CheckInvariants(h.cl.Acc, h.cl.All); err != nil {
+		return fmt.Errorf("engine.CheckInvariants: %v", err)
+	}
+	return ownInvariants(h.cl, h.specs)
+}
+
+// ownInvariants checks, through the engines' public API: books sorted and
+// not crossed, level aggregates equal to the working orders, working orders
+// really working and not overfilled, frozen balances equal to what the
+// working orders' remainders need, no negative balance, and money conserved
+// per coin.
+func ownInvariants(cl *enginetest.Cluster, specs []*engine.MarketSpec) error {
+	acc := cl.Acc
+	nu, nc := acc.NumUsers(), len(acc.Coins())
+	need := make([]engine.Amount, nu*nc)
+	var views []engine.OrderView
+	for _, e := range cl.Engines {
+		for _, s := range e.Markets() {
+			bids, asks := e.Depth(s.ID, 1<<30, nil, nil)
+			for i := 1; i < len(bids); i++ {
+				if bids[i].Price >= bids[i-1].Price {
+					return fmt.Errorf("%s bids not sorted: %v", s.Symbol, bids)
+				}
+			}
+			for i := 1; i < len(asks); i++ {
+				if asks[i].Price <= asks[i-1].Price {
+					return fmt.Errorf("%s asks not sorted: %v", s.Symbol, asks)
+				}
+			}
+			if len(bids) > 0 && len(asks) > 0 && bids[0].Price >= asks[0].Price {
+				return fmt.Errorf("%s crossed: best bid %d, best ask %d", s.Symbol, bids[0].Price, asks[0].Price)
+			}
+			type key struct {
+				sd engine.Side
+				p  engine.Price
+			}
+			agg := map[key]engine.Level{}
+			for u := 0; u < nu; u++ {
+				views = e.OpenOrders(engine.UserIdx(u), s.ID, views[:0])
+				for i, v := range views {
+					if !v.Status.Working() || v.ExecutedQty < 0 || v.ExecutedQty >= v.OrigQty || v.Price <= 0 || v.Type != engine.Limit {
+						return fmt.Errorf("%s: bad working order %+v", s.Symbol, v)
+					}
+					if i > 0 && (v.TimeMs < views[i-1].TimeMs || v.OrderID <= views[i-1].OrderID) {
+						return fmt.Errorf("%s: open orders of user %d not oldest first", s.Symbol, u)
+					}
+					k := key{v.Side, v.Price}
+					l := agg[k]
+					l.Qty += v.OrigQty - v.ExecutedQty
+					l.Count++
+					agg[k] = l
+					var x engine.Amount
+					c := s.Quote
+					if v.Side == engine.Buy {
+						x, _ = s.Notional(v.Price, v.OrigQty-v.ExecutedQty)
+					} else {
+						c = s.Base
+						x, _ = s.BaseAmount(v.OrigQty - v.ExecutedQty)
+					}
+					need[u*nc+int(c)] += x
+				}
+			}
+			n := 0
+			for sd, lv := range map[engine.Side][]engine.Level{engine.Buy: bids, engine.Sell: asks} {
+				for _, l := range lv {
+					a := agg[key{sd, l.Price}]
+					if a.Qty != l.Qty || a.Count != l.Count {
+						return fmt.Errorf("%s level %d: depth says qty %d count %d, orders sum to %d/%d", s.Symbol, l.Price, l.Qty, l.Count, a.Qty, a.Count)
+					}
+					n++
+				}
+			}
+			if n != len(agg) {
+				return fmt.Errorf("%s: %d levels, orders at %d prices", s.Symbol, n, len(agg))
+			}
+		}
+	}
+	sum := make([]engine.Amount, nc)
+	for u := 0; u < nu; u++ {
+		for c := 0; c < nc; c++ {
+			a, f := acc.Balance(engine.UserIdx(u), engine.CoinID(c))
+			if a < 0 || f < 0 {
+				return fmt.Errorf("uid %d coin %d: negative balance avail %d frozen %d", acc.UID(engine.UserIdx(u)), c, a, f)
+			}
+			if f != need[u*nc+c] {
+				return fmt.Errorf("uid %d coin %d: frozen %d, working orders need %d", acc.UID(engine.UserIdx(u)), c, f, need[u*nc+c])
+			}
+			sum[c] += a + f
+		}
+	}
+	for c := range sum {
+		if net := acc.Net(engine.CoinID(c)); sum[c] != net {
+			return fmt.Errorf("coin %d: balances sum to %d, deposits minus withdrawals %d", c, sum[c], net)
+		}
+	}
+	return nil
+}
+
+// streamLen is the reference comparison's length: >= 100k commands in the
+// normal build; shorter with -tags invariants, where whole-state checks run
+// after every command.
+func streamLen(t *testing.T) int {
+	switch {
+	case testing.Short():
+		return 20_000
+	case engine.Invariants:
+		return 12_000
+	}
+	return 110_000
+}
+
+func runStream(t *testing.T, seed uint64, n, shards int) *harness {
+	h := newHarness(t, shards)
+	g := enginetest.NewGen(seed, h.ref, 40)
+	for _, c := range g.Setup() {
+		if !h.step(c) {
+			return h
+		}
+		if h.eo.Reject != engine.OK {
+			t.Fatalf("setup %s: got %v, want OK", fmtCmd(&c), h.eo.Reject)
+		}
+	}
+	for i := 0; i < n; i++ {
+		c := g.Next()
+		if !h.step(c) {
+			t.Fatalf("stopped after %d commands of seed %d", i, seed)
+		}
+		g.Observe(&c, h.ro.Reject)
+		if engine.Invariants {
+			if err := h.checkInvariants(); err != nil {
+				t.Fatalf("after command seq %d %s: %v", h.seq, fmtCmd(&c), err)
+			}
+		}
+		if i%5000 == 4999 || i == n-1 {
+			if d := h.diffState(); d != "" {
+				t.Fatalf("state after command seq %d (seed %d) differs:\n%s", h.seq, seed, d)
+			}
+		}
+		for _, m := range h.ref.Markets {
+			h.maxBook = max(h.maxBook, len(m.Orders))
+		}
+	}
+	return h
+}
+
+// TestReferenceStream runs a long seeded random stream through one engine
+// and through the reference model and compares every event, the final
+// balances, books and the state hash.
+func TestReferenceStream(t *testing.T) {
+	h := runStream(t, 1, streamLen(t), 1)
+	h.report(t)
+}
+
+// TestReferenceStreamSharded runs the same kind of stream with the markets
+// spread over two engines sharing one Accounts (and a ledger engine).
+func TestReferenceStreamSharded(t *testing.T) {
+	n := streamLen(t) / 2
+	if engine.Invariants || testing.Short() {
+		n = streamLen(t) / 2
+	}
+	h := runStream(t, 2, n, 2)
+	h.report(t)
+}
+
+// report logs what the stream exercised and fails if it was too tame to
+// prove anything.
+func (h *harness) report(t *testing.T) {
+	if t.Failed() {
+		return
+	}
+	var rs []string
+	for r, n := range h.rejects {
+		if n > 0 {
+			rs = append(rs, fmt.Sprintf("%v=%d", engine.Reject(r), n))
+		}
+	}
+	t.Logf("%d commands, %d trades, %d expired orders, largest book %d orders; outcomes %s",
+		h.seq, h.trades, h.expired, h.maxBook, strings.Join(rs, " "))
+	want := []engine.Reject{engine.OK, engine.RejectInsufficientBalance, engine.RejectInvalidPrice, engine.RejectInvalidQuantity,
+		engine.RejectQuantityTooLarge, engine.RejectPriceOutOfRange, engine.RejectDuplicateClientOrderID, engine.RejectUnknownOrder,
+		engine.RejectUnknownMarket, engine.RejectUnknownUser, engine.RejectUnknownCoin, engine.RejectTradingDisabled,
+		engine.RejectInvalidTimeInForce, engine.RejectInvalidType, engine.RejectInvalidSide, engine.RejectOverflow,
+		engine.RejectPostOnlyWouldTake, engine.RejectInvalidAmount, engine.RejectUserExists}
+	for _, r := range want {
+		if h.rejects[r] == 0 {
+			t.Errorf("the stream never produced %v; it proves less than it should", r)
+		}
+	}
+	if h.trades < int(h.seq)/10 {
+		t.Errorf("got %d trades in %d commands, want at least one per ten commands", h.trades, h.seq)
+	}
+}
