@@ -14,6 +14,7 @@ import (
 type meta struct {
 	Version int                  `json:"version"`
 	Shards  int                  `json:"shards"`
+	FeeUID  int64                `json:"feeUid"`
 	Coins   []engine.Coin        `json:"coins"`
 	Markets []*engine.MarketSpec `json:"markets"`
 }
@@ -37,7 +38,10 @@ func decodeMeta(b []byte) (*meta, error) {
 // merge checks the configured coins and markets against the stored ones:
 // every stored one must still be configured under the same ID; new ones may
 // be appended. It returns the meta to store.
-func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec) (*meta, error) {
+func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID int64) (*meta, error) {
+	if m.FeeUID != 0 && feeUID != m.FeeUID {
+		return nil, fmt.Errorf("journal: fee account uid %d in the journal, %d configured", m.FeeUID, feeUID)
+	}
 	cids := make(map[string]engine.CoinID, len(coins))
 	for _, c := range coins {
 		cids[c.Name] = c.ID
@@ -69,7 +73,7 @@ func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec) (*meta, 
 			return nil, fmt.Errorf("journal: market %s has id %d in the journal, %d configured", s.Symbol, s.ID, id)
 		}
 	}
-	return &meta{Version: metaVersion, Shards: m.Shards, Coins: coins, Markets: markets}, nil
+	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: markets}, nil
 }
 
 func (m *meta) encode() []byte {

@@ -115,7 +115,10 @@ func (x *impl) start() error {
 	if o.ReadOnly && len(o.Coins) == 0 && len(o.Markets) == 0 {
 		o.Coins, o.Markets = m.Coins, m.Markets
 	}
-	nm, err := m.merge(o.Coins, o.Markets)
+	if o.ReadOnly && o.FeeUID == 0 {
+		o.FeeUID = m.FeeUID
+	}
+	nm, err := m.merge(o.Coins, o.Markets, o.FeeUID)
 	if err != nil {
 		return err
 	}
