@@ -28,7 +28,9 @@ type route struct{ get, post, del *endpoint }
 // listed; our choices, documented in docs/API.md, elsewhere).
 func (s *Server) restRoutes() map[string]*route {
 	pub := func(ip int64, h handler) *endpoint { return &endpoint{ipWeight: ip, h: h} }
-	sig := func(ip, uid int64, h handler) *endpoint { return &endpoint{ipWeight: ip, uidWeight: uid, signed: true, h: h} }
+	sig := func(ip, uid int64, h handler) *endpoint {
+		return &endpoint{ipWeight: ip, uidWeight: uid, signed: true, h: h}
+	}
 	r := map[string]*route{
 		"/api/v3/time":                     {get: pub(1, handleTime)},
 		"/api/v3/ping":                     {get: pub(1, handlePing)},
@@ -106,6 +108,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
 			ep = rt.del
 		}
 	}
+	ctx.Response.Header.DisableNormalizing() // X-USED-WEIGHT-IP-10S as written
 	w := int64(1)
 	if ep != nil {
 		w = ep.ipWeight

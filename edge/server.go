@@ -291,7 +291,9 @@ func (s *Server) Listen(restAddr, adminAddr string) error {
 }
 
 // Addrs returns the bound REST and admin addresses.
-func (s *Server) Addrs() (rest, admin string) { return s.restLn.Addr().String(), s.adminLn.Addr().String() }
+func (s *Server) Addrs() (rest, admin string) {
+	return s.restLn.Addr().String(), s.adminLn.Addr().String()
+}
 
 // Serve serves both listeners until Shutdown.
 func (s *Server) Serve() {

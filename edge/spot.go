@@ -52,7 +52,7 @@ var rejectErrs = func() []*apiError {
 
 // orderIn holds one order's raw fields (aliasing the request body).
 type orderIn struct {
-	symbol, side, typ, tif, qty, price, cid                    []byte
+	symbol, side, typ, tif, qty, price, cid                       []byte
 	hasSymbol, hasSide, hasType, hasTIF, hasQty, hasPrice, hasCID bool
 	bad                                                           *verr // unknown field or wrong type
 }
