@@ -1,0 +1,136 @@
+package load
+
+import (
+	"sort"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Result is one step's outcome.
+type Result struct {
+	Rate      float64       // offered arrival rate, requests/s
+	Duration  time.Duration // schedule length
+	Elapsed   time.Duration // schedule start to the last response
+	Scheduled int64         // requests in the schedule
+
+	Sent     int64 // requests sent (each has one latency sample)
+	OK       int64 // accepted (order placed / cancelled)
+	Rejected int64 // business rejects (-2xxx): legitimate under the mix
+	Failed   int64 // other error responses, timeouts, transport errors
+	Unsent   int64 // never sent: the step ran past its grace period
+
+	Ops    map[string]int64      // requests by op kind
+	Errors map[string]*ErrorKind // non-OK answers by kind ("cancel HTTP 400 code -2200")
+	Hist   *hdrhistogram.Histogram // latency, µs, one sample per sent request
+	// Pacer is how late the generator's timer woke idle workers (µs): the
+	// part of the schedule's error that is not counted as latency.
+	Pacer *hdrhistogram.Histogram
+}
+
+// ErrorKind counts one kind of non-OK answer and keeps a sample body.
+type ErrorKind struct {
+	Count  int64
+	Sample string
+}
+
+func (r *Result) addError(key, msg string) {
+	e := r.Errors[key]
+	if e == nil {
+		e = &ErrorKind{Sample: msg}
+		r.Errors[key] = e
+	}
+	e.Count++
+}
+
+func (r *Result) add(o *Result) {
+	r.Sent += o.Sent
+	r.OK += o.OK
+	r.Rejected += o.Rejected
+	r.Failed += o.Failed
+	r.Unsent += o.Unsent
+	for k, v := range o.Ops {
+		r.Ops[k] += v
+	}
+	for k, e := range o.Errors {
+		d := r.Errors[k]
+		if d == nil {
+			d = &ErrorKind{Sample: e.Sample}
+			r.Errors[k] = d
+		}
+		d.Count += e.Count
+	}
+	r.Hist.Merge(o.Hist)
+	r.Pacer.Merge(o.Pacer)
+}
+
+// Achieved is the answered throughput: accepted plus business rejects per
+// second of elapsed time.
+func (r *Result) Achieved() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.OK+r.Rejected) / r.Elapsed.Seconds()
+}
+
+// ErrorRate is the fraction of scheduled requests that failed or were never sent.
+func (r *Result) ErrorRate() float64 {
+	if r.Scheduled == 0 {
+		return 0
+	}
+	return float64(r.Failed+r.Unsent) / float64(r.Scheduled)
+}
+
+// Percentile returns the latency at percentile p (0..100).
+func (r *Result) Percentile(p float64) time.Duration {
+	if r.Hist.TotalCount() == 0 {
+		return 0
+	}
+	return time.Duration(r.Hist.ValueAtPercentile(p)) * time.Microsecond
+}
+
+// Max returns the largest latency.
+func (r *Result) Max() time.Duration {
+	return time.Duration(r.Hist.Max()) * time.Microsecond
+}
+
+// ErrorKeys returns the error kinds, most frequent first.
+func (r *Result) ErrorKeys() []string {
+	keys := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := r.Errors[keys[i]].Count, r.Errors[keys[j]].Count
+		if a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+// Criteria decide whether a step kept up with its offered rate.
+type Criteria struct {
+	MinAchieved float64       // achieved/offered at least this (e.g. 0.95)
+	MaxP99      time.Duration // p99 at most this
+	MaxErrors   float64       // failed+unsent fraction at most this
+}
+
+// Pass reports whether r meets c, and if not, why.
+func (c Criteria) Pass(r *Result) (bool, string) {
+	if a := r.Achieved() / r.Rate; a < c.MinAchieved {
+		return false, "achieved " + pct(a) + " of offered"
+	}
+	if p := r.Percentile(99); p > c.MaxP99 {
+		return false, "p99 " + p.String() + " > " + c.MaxP99.String()
+	}
+	if e := r.ErrorRate(); e > c.MaxErrors {
+		return false, "errors " + pct(e)
+	}
+	return true, ""
+}
+
+func pct(f float64) string {
+	return formatFloat(f*100, 1) + "%"
+}
