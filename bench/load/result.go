@@ -20,8 +20,8 @@ type Result struct {
 	Failed   int64 // other error responses, timeouts, transport errors
 	Unsent   int64 // never sent: the step ran past its grace period
 
-	Ops    map[string]int64      // requests by op kind
-	Errors map[string]*ErrorKind // non-OK answers by kind ("cancel HTTP 400 code -2200")
+	Ops    map[string]int64        // requests by op kind
+	Errors map[string]*ErrorKind   // non-OK answers by kind ("cancel HTTP 400 code -2200")
 	Hist   *hdrhistogram.Histogram // latency, µs, one sample per sent request
 	// Pacer is how late the generator's timer woke idle workers (µs): the
 	// part of the schedule's error that is not counted as latency.
