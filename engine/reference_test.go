@@ -27,7 +27,9 @@ type harness struct {
 	trades  int
 	expired int
 	maxBook int
-	buf     []byte
+	// timeIsSeq makes each command's time in ms its seq (scenarios);
+	// otherwise pairs of commands share a millisecond.
+	timeIsSeq bool
 }
 
 func newHarness(t testing.TB, shards int) *harness {
@@ -42,7 +44,11 @@ func newHarness(t testing.TB, shards int) *harness {
 // reporting) on a mismatch.
 func (h *harness) step(c engine.Cmd) bool {
 	h.seq++
-	h.ts += int64(h.seq % 2) // pairs of commands share a millisecond
+	if h.timeIsSeq {
+		h.ts = int64(h.seq)
+	} else {
+		h.ts += int64(h.seq % 2) // pairs of commands share a millisecond
+	}
 	e := h.cl.Route(&c)
 	ec := c
 	e.Apply(&ec, h.seq, h.ts, &h.eo)
