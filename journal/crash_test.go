@@ -309,7 +309,7 @@ func journalTags(dir string) (map[string][2]uint64, []uint64, error) {
 		}
 		for i := range cmds {
 			tag := cmds[i].Text.String()
-			if _, dup := tags[tag]; dup {
+			if _, dup := tags[tag]; dup && tag != "" {
 				return nil, nil, fmt.Errorf("shard %d seq %d: tag %s journaled twice", sh, seq+uint64(i), tag)
 			}
 			tags[tag] = [2]uint64{uint64(sh), seq + uint64(i)}

@@ -71,9 +71,29 @@ func open(o Options) (*Node, error) {
 	if !exists && o.ReadOnly {
 		return nil, fmt.Errorf("journal: %s does not exist", o.Dir)
 	}
-	db, err := pebble.Open(o.Dir, &pebble.Options{ReadOnly: o.ReadOnly, Logger: quietLogger{x.logf}})
+	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: quietLogger{x.logf}}
+	if !o.ReadOnly {
+		// WAL sync chunks record in each chunk how far the WAL was synced,
+		// so recovery can tell a torn tail (tolerated: never acknowledged)
+		// from a corrupt chunk followed by synced ones (refused). Without
+		// them Pebble would end the log silently at the first bad chunk.
+		po.FormatMajorVersion = pebble.FormatWALSyncChunks
+	}
+	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
+	}
+	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
+		// A new DB is created at an old format and ratcheted up, so its
+		// first WAL lacks sync chunks: reopen to start a WAL that has them.
+		if _, c, err := db.Get([]byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
+			db.Close()
+			if db, err = pebble.Open(o.Dir, po); err != nil {
+				return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
+			}
+		} else if err == nil {
+			c.Close()
+		}
 	}
 	x.db = db
 	if err := x.start(); err != nil {
