@@ -132,14 +132,14 @@ var (
 // req describes one HTTP request; zero fields mean "as a client does".
 type req struct {
 	method, path, body string // path includes "?query"
-	u                        *user
-	contentType              *string           // nil: application/json on POST/DELETE
-	headers                  map[string]string // overrides after signing ("" deletes)
-	signSecret               string            // sign with this secret instead
-	signPayload              *string           // sign exactly this payload (after the timestamp)
-	ts                       *int64
-	admin                    bool
-	noToken                  bool
+	u                  *user
+	contentType        *string           // nil: application/json on POST/DELETE
+	headers            map[string]string // overrides after signing ("" deletes)
+	signSecret         string            // sign with this secret instead
+	signPayload        *string           // sign exactly this payload (after the timestamp)
+	ts                 *int64
+	admin              bool
+	noToken            bool
 }
 
 type resp struct {
@@ -282,4 +282,4 @@ type apiErr struct {
 }
 
 func strp(s string) *string { return &s }
-func i64p(v int64) *int64  { return &v }
+func i64p(v int64) *int64   { return &v }
