@@ -162,39 +162,11 @@ func crashWorker(n *Node, run string, w int, rng *rand.Rand, users []engine.User
 		for j := 0; j < k; j++ {
 			cnt++
 			tag := fmt.Sprintf("%s.%d.%d", run, w, cnt)
-			i := 1 + rng.Intn(crashUsers)
+			i := 1 + rng.Intn(len(users)-1)
 			u, uid := users[i], uids[i]
 			r := AcquireRequest()
 			c := &r.Cmd
-			switch p := rng.Intn(100); {
-			case p < 12:
-				*c = engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: uid, Coin: engine.CoinID(rng.Intn(3)), Amount: engine.Amount(1 + rng.Int63n(50_000_000_000))}
-			case p < 20:
-				*c = engine.Cmd{Kind: engine.CmdWithdraw, User: u, UID: uid, Coin: engine.CoinID(rng.Intn(3)), Amount: engine.Amount(1 + rng.Int63n(20_000_000_000))}
-			case p < 35 && len(working) > 0:
-				x := rng.Intn(len(working))
-				*c = working[x]
-				c.Kind = engine.CmdCancel
-				working[x] = working[len(working)-1]
-				working = working[:len(working)-1]
-			case p < 37:
-				*c = engine.Cmd{Kind: engine.CmdCancelAll, User: u, UID: uid, Market: engine.MarketID(rng.Intn(3))}
-			default:
-				side := engine.Side(1 + rng.Intn(2))
-				m := engine.MarketID(rng.Intn(3))
-				price := engine.Price(9900 + rng.Intn(200))
-				if m == 2 {
-					price = engine.Price(500 + rng.Intn(20))
-				}
-				*c = engine.Cmd{Kind: engine.CmdPlace, User: u, UID: uid, Market: m, Side: side, Type: engine.Limit,
-					TIF: engine.GTC, Price: price, Qty: engine.Qty(1 + rng.Intn(5000))}
-				if rng.Intn(10) == 0 {
-					c.TIF = engine.IOC
-				}
-				if rng.Intn(20) == 0 {
-					c.Type, c.TIF, c.Price = engine.Market, 0, 0
-				}
-			}
+			*c = randomCmd(rng, u, uid, &working)
 			c.Text.Set([]byte(tag))
 			out.printf("S %s", tag)
 			if err := n.Submit(r); err != nil {
@@ -446,4 +418,42 @@ func first10(s []string) []string {
 		return s[:10]
 	}
 	return s
+}
+
+// randomCmd returns a random command of user u: deposits, withdrawals,
+// limit, IOC and market orders around a common price, cancels of orders in
+// *working, and cancel-alls.
+func randomCmd(rng *rand.Rand, u engine.UserIdx, uid int64, working *[]engine.Cmd) engine.Cmd {
+	var c engine.Cmd
+	switch p := rng.Intn(100); {
+	case p < 12:
+		c = engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: uid, Coin: engine.CoinID(rng.Intn(3)), Amount: engine.Amount(1 + rng.Int63n(50_000_000_000))}
+	case p < 20:
+		c = engine.Cmd{Kind: engine.CmdWithdraw, User: u, UID: uid, Coin: engine.CoinID(rng.Intn(3)), Amount: engine.Amount(1 + rng.Int63n(20_000_000_000))}
+	case p < 35 && len(*working) > 0:
+		w := *working
+		x := rng.Intn(len(w))
+		c = w[x]
+		c.Kind = engine.CmdCancel
+		w[x] = w[len(w)-1]
+		*working = w[:len(w)-1]
+	case p < 37:
+		c = engine.Cmd{Kind: engine.CmdCancelAll, User: u, UID: uid, Market: engine.MarketID(rng.Intn(3))}
+	default:
+		side := engine.Side(1 + rng.Intn(2))
+		m := engine.MarketID(rng.Intn(3))
+		price := engine.Price(9900 + rng.Intn(200))
+		if m == 2 {
+			price = engine.Price(500 + rng.Intn(20))
+		}
+		c = engine.Cmd{Kind: engine.CmdPlace, User: u, UID: uid, Market: m, Side: side, Type: engine.Limit,
+			TIF: engine.GTC, Price: price, Qty: engine.Qty(1 + rng.Intn(5000))}
+		if rng.Intn(10) == 0 {
+			c.TIF = engine.IOC
+		}
+		if rng.Intn(20) == 0 {
+			c.Type, c.TIF, c.Price = engine.Market, 0, 0
+		}
+	}
+	return c
 }
