@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS := -buildvcs=false
 
-.PHONY: all build run test test-short bench bench-quick soak fuzz clean
+.PHONY: all build run test test-short bench bench-quick soak fuzz clean ccxt
 
 all: build
 
@@ -16,9 +16,22 @@ build:
 run: build
 	./$(BIN)/exchanged -data ./data
 
-test:
+# the reference client for the conformance test (cmd/exchanged/ccxt_test.go),
+# pinned, installed into the ignored folder .ccxt/ when missing
+CCXT_VERSION := 4.5.84
+CCXT_STAMP   := .ccxt/.installed-$(CCXT_VERSION)
+
+ccxt: $(CCXT_STAMP)
+
+$(CCXT_STAMP):
+	mkdir -p .ccxt
+	test -f .ccxt/package.json || echo '{"name":"ccxt-conformance","private":true}' > .ccxt/package.json
+	cd .ccxt && npm install --no-audit --no-fund --loglevel=error --save-exact ccxt@$(CCXT_VERSION)
+	touch $@
+
+test: ccxt
 	$(GO) vet ./...
-	$(GO) test $(GOFLAGS) -tags invariants -count=1 -timeout 12m ./...
+	CCXT_REQUIRED=1 $(GO) test $(GOFLAGS) -tags invariants -count=1 -timeout 12m ./...
 
 bench:
 	$(GO) test $(GOFLAGS) -run '^$$' -bench . -benchmem ./engine/
