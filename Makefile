@@ -34,7 +34,14 @@ test: ccxt
 	CCXT_REQUIRED=1 $(GO) test $(GOFLAGS) -tags invariants -count=1 -timeout 12m ./...
 
 bench:
-	$(GO) test $(GOFLAGS) -run '^$$' -bench . -benchmem ./engine/
+	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
+	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
+	./$(BIN)/benchrun -out results
+
+bench-quick:
+	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
+	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
+	./$(BIN)/benchrun -out results -quick
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFixed -fuzztime 60s ./engine/

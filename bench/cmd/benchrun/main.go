@@ -1,0 +1,141 @@
+// Command benchrun is `make bench` and `make bench-quick`: the engine and
+// journal Go benchmarks, then the open-loop REST load against the real
+// server and against a bare fasthttp handler, into a Markdown report with
+// HdrHistogram percentile files and SVG latency plots under -out.
+//
+// With -serve-bare ADDR it is instead the bare target itself (the run starts
+// it that way, as its own process, so it does not share the generator's
+// runtime).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weexcore/exchange/bench/load"
+	"github.com/weexcore/exchange/bench/suite"
+)
+
+func main() {
+	out := flag.String("out", "results", "results directory (the run writes OUT/<UTC stamp>/ and points OUT/latest at it)")
+	quick := flag.Bool("quick", false, "short run (under a minute): shorter steps, fewer users, short go benchmarks")
+	server := flag.String("server", "bin/exchanged", "server binary (go build -o bin/exchanged ./cmd/exchanged)")
+	repo := flag.String("repo", ".", "module root, where go test runs")
+	seed := flag.Uint64("seed", 1, "generator seed")
+	users := flag.Int("users", 100, "users created through the admin API")
+	conns := flag.Int("conns", 64, "keep-alive connections")
+	markets := flag.String("markets", "", "markets (comma-separated; default all of: "+symbols()+")")
+	place := flag.Float64("place", 0.5, "fraction of requests that place orders (the rest cancel)")
+	take := flag.Float64("take", 0.1, "fraction of placements that cross the spread (IOC)")
+	populate := flag.Int("populate", 500, "resting orders per market before the steps")
+	start := flag.Float64("start", 2000, "first offered rate, req/s")
+	factor := flag.Float64("factor", 1.5, "rate multiplier between passing steps")
+	maxRate := flag.Float64("max-rate", 200000, "highest rate offered")
+	refine := flag.Int("refine", 2, "bisection steps after the first failing rate")
+	step := flag.Duration("step", 5*time.Second, "length of each rate step")
+	halfStep := flag.Duration("half-step", 10*time.Second, "length of the half-saturation step")
+	pause := flag.Duration("pause", 500*time.Millisecond, "pause between steps")
+	satP99 := flag.Duration("sat-p99", 20*time.Millisecond, "saturation criterion: p99 at most this")
+	satAch := flag.Float64("sat-achieved", 0.95, "saturation criterion: achieved/offered at least this")
+	satErr := flag.Float64("sat-errors", 0.01, "saturation criterion: failed+unsent fraction at most this")
+	benchtime := flag.String("benchtime", "", "go test -benchtime for the engine and journal benchmarks (default: go's)")
+	benchTimeout := flag.Duration("bench-timeout", 4*time.Minute, "timeout of each go test run")
+	skipEngine := flag.Bool("skip-engine", false, "skip the engine benchmark")
+	skipJournal := flag.Bool("skip-journal", false, "skip the journal benchmarks")
+	skipREST := flag.Bool("skip-rest", false, "skip the REST load against the server")
+	skipBare := flag.Bool("skip-bare", false, "skip the bare fasthttp load")
+	serveBare := flag.String("serve-bare", "", "serve the bare fasthttp target on ADDR (internal)")
+	flag.Parse()
+	log.SetFlags(0)
+
+	if *serveBare != "" {
+		ln, err := net.Listen("tcp", *serveBare)
+		if err != nil {
+			log.Fatal(err)
+		}
+		log.Printf("ready bare=%s", ln.Addr())
+		log.Fatal(load.ServeBare(ln))
+	}
+
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	quickDefault := func(name string, apply func()) {
+		if *quick && !set[name] {
+			apply()
+		}
+	}
+	quickDefault("users", func() { *users = 20 })
+	quickDefault("populate", func() { *populate = 100 })
+	quickDefault("factor", func() { *factor = 2 })
+	quickDefault("refine", func() { *refine = 0 })
+	quickDefault("step", func() { *step = time.Second })
+	quickDefault("half-step", func() { *halfStep = 2 * time.Second })
+	quickDefault("pause", func() { *pause = 200 * time.Millisecond })
+	quickDefault("benchtime", func() { *benchtime = "100ms" })
+	quickDefault("bench-timeout", func() { *benchTimeout = time.Minute })
+
+	ms, err := load.SelectMarkets(load.DefaultMarkets(), *markets)
+	if err != nil {
+		log.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	root, _ := filepath.Abs(*repo)
+	srv := *server
+	if !filepath.IsAbs(srv) {
+		srv = filepath.Join(root, srv)
+	}
+	outDir := *out
+	if !filepath.IsAbs(outDir) {
+		outDir = filepath.Join(root, outDir)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	o := suite.Options{
+		Repo: root, Out: outDir, GoBin: suite.LookGo(), ServerBin: srv, Self: self,
+		Command: strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
+		Quick:   *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
+		Place: *place, Take: *take, Populate: *populate,
+		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine,
+			Duration: *step, HalfDur: *halfStep, Pause: *pause,
+			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
+		BenchTime: *benchtime, BenchTimeout: *benchTimeout,
+		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipREST: *skipREST, SkipBare: *skipBare,
+		Progress: os.Stderr,
+	}
+	path, err := suite.Execute(ctx, o)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "bench: report %s\n", path)
+	if b, err := os.ReadFile(path); err == nil {
+		// The summary table, for the terminal.
+		s := string(b)
+		if i := strings.Index(s, "## Summary"); i >= 0 {
+			s = s[i:]
+			if j := strings.Index(s, "## Run"); j >= 0 {
+				s = s[:j]
+			}
+			fmt.Print(s)
+		}
+	}
+}
+
+func symbols() string {
+	var s []string
+	for _, m := range load.DefaultMarkets() {
+		s = append(s, m.Symbol)
+	}
+	return strings.Join(s, ",")
+}

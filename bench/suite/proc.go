@@ -1,0 +1,177 @@
+package suite
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Proc is a child process under test (the server or the bare target).
+type Proc struct {
+	cmd   *exec.Cmd
+	log   *os.File
+	done  chan struct{}
+	err   error
+	Addrs map[string]string // from the ready line: "rest", "admin" or "bare"
+}
+
+var readyRE = regexp.MustCompile(`ready ((?:\w+=\S+\s*)+)`)
+
+// StartProc starts name with args, writes its output to logPath, and
+// waits (up to timeout) for its "ready k=ADDR ..." line.
+func StartProc(name string, args []string, logPath string, timeout time.Duration) (*Proc, error) {
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("suite: start %s: %v", name, err)
+	}
+	p := &Proc{cmd: cmd, log: lf, done: make(chan struct{})}
+	ready := make(chan map[string]string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(lf, line)
+			if !sent {
+				if m := readyRE.FindStringSubmatch(line); m != nil {
+					addrs := map[string]string{}
+					for _, kv := range strings.Fields(m[1]) {
+						k, v, _ := strings.Cut(kv, "=")
+						addrs[k] = v
+					}
+					ready <- addrs
+					sent = true
+				}
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		pw.Close()
+		close(p.done)
+	}()
+	select {
+	case a := <-ready:
+		p.Addrs = a
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("suite: %s exited before ready (%v); see %s", name, p.err, logPath)
+	case <-time.After(timeout):
+		p.Stop(time.Second)
+		return nil, fmt.Errorf("suite: %s not ready after %v; see %s", name, timeout, logPath)
+	}
+}
+
+// Pid returns the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// CPUTime returns the process's user+system CPU time so far.
+func (p *Proc) CPUTime() time.Duration { return procCPU(p.Pid()) }
+
+// Stop sends SIGTERM and waits up to grace for the exit, then kills the
+// process group. It returns the exit error of a non-clean exit.
+func (p *Proc) Stop(grace time.Duration) error {
+	defer p.log.Close()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.done
+		return fmt.Errorf("suite: pid %d did not stop within %v; killed", p.Pid(), grace)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return fmt.Errorf("suite: pid %d: %v", p.Pid(), p.err)
+	}
+	return nil
+}
+
+// clkTck is USER_HZ, which is 100 on every Linux this runs on.
+const clkTck = 100
+
+// procCPU reads utime+stime of pid from /proc/PID/stat.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// After the command name: state is field 3; utime and stime are 14, 15.
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clkTck
+}
+
+// selfCPU returns this process's user+system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// RunLogged runs a command in dir with a timeout, copying its output line
+// by line to progress (with prefix) and to the returned string.
+func RunLogged(ctx context.Context, dir string, env []string, progress io.Writer, prefix string, timeout time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var out strings.Builder
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			out.WriteString(sc.Text())
+			out.WriteByte('\n')
+			fmt.Fprintln(progress, prefix+sc.Text())
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	wg.Wait()
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("timed out after %v", timeout)
+	}
+	return out.String(), err
+}

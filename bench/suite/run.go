@@ -1,0 +1,266 @@
+// Package suite is `make bench`: it runs the engine and journal Go
+// benchmarks, starts the real server and a bare fasthttp target, drives both
+// with the open-loop load generator at increasing rates, and writes the
+// Markdown report, HdrHistogram percentile files and latency plots.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/weexcore/exchange/bench/load"
+	"github.com/weexcore/exchange/bench/report"
+)
+
+// Options configure a run.
+type Options struct {
+	Repo      string // module root (go test runs there)
+	Out       string // results directory; the run writes Out/<UTC stamp>/
+	GoBin     string
+	ServerBin string // built server binary
+	Self      string // this executable, re-run with -serve-bare for the bare target
+	Command   string // how the run was started, for the report
+	Quick     bool
+
+	Seed     uint64
+	Users    int
+	Conns    int
+	Markets  []load.Market
+	Place    float64
+	Take     float64
+	Populate int // resting orders per market before the steps
+	Search   Search
+
+	BenchTime    string        // go test -benchtime ("" = default)
+	BenchTimeout time.Duration // per go test run
+
+	SkipEngine, SkipJournal, SkipREST, SkipBare bool
+
+	Progress io.Writer
+}
+
+// Run is everything one run measured.
+type Run struct {
+	Opts     Options
+	Started  time.Time
+	Finished time.Time
+	Dir      string
+	Machine  report.Machine
+	Commit   string
+	Dirty    []string
+	DataFS   string
+
+	Engine, Journal       *GoRun
+	REST, Bare            *Sweep
+	RESTErr, BareErr      string
+	Setup                 []string // setup notes (users, population timings)
+	ServerLog, ServerArgs string
+	ConfigFile            string
+}
+
+// GoRun is one `go test -bench` invocation.
+type GoRun struct {
+	Command string
+	Bench   *report.GoBench
+	Err     string
+	Elapsed time.Duration
+	RawFile string
+}
+
+// Execute performs the run and writes the report. It returns the report's path.
+func Execute(ctx context.Context, o Options) (string, error) {
+	r := &Run{Opts: o, Started: time.Now().UTC()}
+	stamp := r.Started.Format("20060102-150405")
+	if o.Quick {
+		stamp += "-quick"
+	}
+	r.Dir = filepath.Join(o.Out, stamp)
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return "", err
+	}
+	pr := o.Progress
+	r.Machine = report.ReadMachine(o.GoBin)
+	r.Commit, r.Dirty = report.Git(o.Repo)
+	fmt.Fprintf(pr, "bench: writing %s (commit %.12s, %d cores, load %s)\n", r.Dir, r.Commit, r.Machine.Cores, r.Machine.LoadAvg)
+
+	goEnv := []string{"GOFLAGS=-buildvcs=false"}
+	goBench := func(name, pkg, pattern string) *GoRun {
+		args := []string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}
+		if o.BenchTime != "" {
+			args = append(args, "-benchtime", o.BenchTime)
+		}
+		args = append(args, "-timeout", o.BenchTimeout.String(), pkg)
+		g := &GoRun{Command: "go " + shellJoin(args), RawFile: name + "-bench.txt"}
+		fmt.Fprintf(pr, "bench: %s\n", g.Command)
+		t0 := time.Now()
+		out, err := RunLogged(ctx, o.Repo, goEnv, pr, "["+name+"] ", o.BenchTimeout+time.Minute, o.GoBin, args...)
+		g.Elapsed = time.Since(t0)
+		if err != nil {
+			g.Err = err.Error()
+		}
+		_ = os.WriteFile(filepath.Join(r.Dir, g.RawFile), []byte(out), 0o644)
+		g.Bench = report.ParseGoBench(strings.NewReader(out))
+		if len(g.Bench.Benchmarks) == 0 && g.Err == "" {
+			g.Err = "no benchmark lines in the output"
+		}
+		return g
+	}
+	if !o.SkipEngine {
+		r.Engine = goBench("engine", "./engine/", "Mixed")
+	}
+	if !o.SkipJournal {
+		r.Journal = goBench("journal", "./journal/", ".")
+	}
+	if !o.SkipREST {
+		if err := runREST(r); err != nil {
+			r.RESTErr = err.Error()
+			fmt.Fprintf(pr, "bench: REST: %v\n", err)
+		}
+	}
+	if !o.SkipBare {
+		if err := runBare(r); err != nil {
+			r.BareErr = err.Error()
+			fmt.Fprintf(pr, "bench: bare: %v\n", err)
+		}
+	}
+	r.Finished = time.Now().UTC()
+	path, err := writeReport(r)
+	if err != nil {
+		return "", err
+	}
+	latest := filepath.Join(o.Out, "latest")
+	_ = os.Remove(latest)
+	_ = os.Symlink(stamp, latest)
+	return path, nil
+}
+
+func runREST(r *Run) error {
+	o := r.Opts
+	pr := o.Progress
+	dataDir, err := os.MkdirTemp("", "weex-bench-data-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dataDir)
+	r.DataFS = report.FSType(dataDir)
+	token := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	cfg, err := ServerConfig(o.Markets, token)
+	if err != nil {
+		return err
+	}
+	r.ConfigFile = "server-config.json"
+	cfgPath := filepath.Join(r.Dir, r.ConfigFile)
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		return err
+	}
+	args := []string{"-config", cfgPath, "-data", dataDir, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}
+	r.ServerArgs = filepath.Base(o.ServerBin) + " " + strings.ReplaceAll(shellJoin(args), token, "<token>")
+	r.ServerLog = "server.log"
+	fmt.Fprintf(pr, "bench: starting %s (data in %s, %s)\n", o.ServerBin, dataDir, r.DataFS)
+	srv, err := StartProc(o.ServerBin, args, filepath.Join(r.Dir, r.ServerLog), 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.Stop(30 * time.Second); err != nil {
+			fmt.Fprintf(pr, "bench: server stop: %v\n", err)
+			r.Setup = append(r.Setup, "server stop: "+err.Error())
+		}
+	}()
+	rest, admin := srv.Addrs["rest"], srv.Addrs["admin"]
+	if rest == "" || admin == "" {
+		return fmt.Errorf("suite: ready line without rest= and admin= addresses: %v", srv.Addrs)
+	}
+	t0 := time.Now()
+	a := &load.Admin{Addr: admin, Token: token}
+	users, err := a.CreateUsers(o.Users, 8, load.DefaultDeposits(o.Markets))
+	if err != nil {
+		return err
+	}
+	note := fmt.Sprintf("created and funded %d users through the admin API in %v", len(users), time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintln(pr, "bench: "+note)
+	r.Setup = append(r.Setup, note)
+	g, err := load.New(load.Target{Addr: rest, Users: users, Markets: o.Markets, Conns: o.Conns},
+		load.Mix{Place: o.Place, Take: o.Take, Seed: o.Seed})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	t0 = time.Now()
+	failed, first := g.Populate(o.Populate)
+	note = fmt.Sprintf("pre-populated %d resting orders per market (%d markets) in %v, %d failed %s", o.Populate, len(o.Markets), time.Since(t0).Round(time.Millisecond), failed, first)
+	fmt.Fprintln(pr, "bench: "+note)
+	r.Setup = append(r.Setup, note)
+	if failed > int64(o.Populate*len(o.Markets))/10 {
+		return fmt.Errorf("suite: populating the books failed: %d failed, first: %s", failed, first)
+	}
+	warm(g, o, pr, "rest")
+	r.REST = RunSearch("rest", g, o.Search, srv.CPUTime, pr)
+	return nil
+}
+
+func runBare(r *Run) error {
+	o := r.Opts
+	pr := o.Progress
+	fmt.Fprintf(pr, "bench: starting the bare fasthttp target\n")
+	p, err := StartProc(o.Self, []string{"-serve-bare", "127.0.0.1:0"}, filepath.Join(r.Dir, "bare.log"), 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer p.Stop(5 * time.Second)
+	// The same users (fake credentials: the target checks nothing) and the
+	// same request mix, so the generator's own cost is the same.
+	users := make([]load.Cred, o.Users)
+	for i := range users {
+		users[i] = load.Cred{UID: int64(i + 1), APIKey: fmt.Sprintf("bare-key-%d", i), SecretKey: fmt.Sprintf("bare-secret-%d", i), Passphrase: "bare"}
+	}
+	g, err := load.New(load.Target{Addr: p.Addrs["bare"], Users: users, Markets: o.Markets, Conns: o.Conns},
+		load.Mix{Place: o.Place, Take: o.Take, Seed: o.Seed})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	warm(g, o, pr, "bare")
+	r.Bare = RunSearch("bare", g, o.Search, p.CPUTime, pr)
+	return nil
+}
+
+// warm runs a short unrecorded step at the first rate: connections open,
+// heaps and caches reach their working size.
+func warm(g *load.Generator, o Options, pr io.Writer, name string) {
+	fmt.Fprintf(pr, "[%s] warm-up: %.0f req/s for 1s (not recorded)\n", name, o.Search.Start)
+	g.Run(load.Step{Rate: o.Search.Start, Duration: time.Second})
+	time.Sleep(o.Search.Pause)
+}
+
+func shellJoin(args []string) string {
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if a == "" || strings.ContainsAny(a, " '\"$^*?[]{}()|&;<>\\") {
+			b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+		} else {
+			b.WriteString(a)
+		}
+	}
+	return b.String()
+}
+
+// LookGo finds the go tool.
+func LookGo() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}

@@ -1,0 +1,111 @@
+package suite
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/weexcore/exchange/bench/load"
+)
+
+// StepResult is one rate step with the CPU both sides used during it.
+type StepResult struct {
+	*load.Result
+	Role      string  // "search", "refine", "half-saturation"
+	ServerCPU float64 // cores used by the target process during the step
+	GenCPU    float64 // cores used by the generator (this process)
+	Pass      bool
+	Why       string // why it did not pass
+}
+
+// Search is the rate-step plan.
+type Search struct {
+	Start    float64       // first rate
+	Factor   float64       // multiply the rate by this while steps pass
+	Max      float64       // never offer more than this
+	Refine   int           // bisection steps between the last pass and the first failure
+	Duration time.Duration // per step
+	HalfDur  time.Duration // the half-saturation step's length
+	Pause    time.Duration // between steps, for the target to drain
+	Criteria load.Criteria
+}
+
+// Sweep is a target's step results and its saturation point.
+type Sweep struct {
+	Name       string
+	Steps      []StepResult
+	Saturation *StepResult // the highest passing rate; nil if none passed
+	Half       *StepResult // the step at half the saturation rate
+	Capped     bool        // every step passed up to Search.Max
+}
+
+// RunSearch steps g's rate up until a step fails, refines between the last
+// pass and the first failure, then runs a longer step at half the
+// saturation rate. cpu returns the target's CPU time (nil: not measured).
+func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duration, progress io.Writer) *Sweep {
+	sw := &Sweep{Name: name}
+	run := func(rate float64, dur time.Duration, role string) *StepResult {
+		rate = math.Round(rate)
+		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v\n", name, role, rate, dur)
+		c0, g0, t0 := cpuOf(cpu), selfCPU(), time.Now()
+		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
+			fmt.Fprintf(progress, "[%s]   %s\n", name, load.FormatProgress(p))
+		}})
+		wall := time.Since(t0).Seconds()
+		sr := &StepResult{Result: r, Role: role,
+			ServerCPU: (cpuOf(cpu) - c0).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall}
+		sr.Pass, sr.Why = s.Criteria.Pass(r)
+		verdict := "pass"
+		if !sr.Pass {
+			verdict = "FAIL: " + sr.Why
+		}
+		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  target CPU %.2f, generator CPU %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), sr.ServerCPU, sr.GenCPU, verdict)
+		sw.Steps = append(sw.Steps, *sr)
+		time.Sleep(s.Pause)
+		return &sw.Steps[len(sw.Steps)-1]
+	}
+	// Steps are appended to sw.Steps, so keep indexes, not pointers, until the end.
+	pass, fail := -1.0, -1.0
+	passIdx := -1
+	rate := s.Start
+	for {
+		r := run(rate, s.Duration, "search")
+		if r.Pass {
+			pass, passIdx = rate, len(sw.Steps)-1
+			if rate >= s.Max {
+				sw.Capped = true
+				break
+			}
+			rate = math.Min(rate*s.Factor, s.Max)
+			continue
+		}
+		fail = rate
+		if pass < 0 && rate > 200 {
+			rate /= 4 // the very first step failed: go down until one passes
+			continue
+		}
+		break
+	}
+	for i := 0; i < s.Refine && pass > 0 && fail > 0 && fail-pass > 0.04*pass; i++ {
+		mid := math.Round((pass + fail) / 2)
+		if r := run(mid, s.Duration, "refine"); r.Pass {
+			pass, passIdx = mid, len(sw.Steps)-1
+		} else {
+			fail = mid
+		}
+	}
+	if passIdx >= 0 {
+		run(pass/2, s.HalfDur, "half-saturation")
+		sw.Saturation = &sw.Steps[passIdx]
+		sw.Half = &sw.Steps[len(sw.Steps)-1]
+	}
+	return sw
+}
+
+func cpuOf(f func() time.Duration) time.Duration {
+	if f == nil {
+		return 0
+	}
+	return f()
+}

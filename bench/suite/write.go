@@ -1,0 +1,386 @@
+package suite
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/weexcore/exchange/bench/load"
+	"github.com/weexcore/exchange/bench/report"
+)
+
+// Targets of issue 5.
+const (
+	targetRatio   = 0.5                    // REST saturation / bare saturation
+	targetHalfP99 = 2 * time.Millisecond   // p99 at half the REST saturation rate
+	nsPerCmdUnits = "ns/cmd ns/command ns/op"
+)
+
+func writeReport(r *Run) (string, error) {
+	o := r.Opts
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	mode := "full"
+	if o.Quick {
+		mode = "quick"
+	}
+	p("# Benchmark report %s (%s)\n\n", r.Started.Format("2006-01-02 15:04:05 UTC"), mode)
+	p("Command: `%s`, %v in all.\n\n", o.Command, r.Finished.Sub(r.Started).Round(time.Second))
+
+	p("## Summary\n\n")
+	p("%s\n", summary(r).String())
+	p("Saturation = the highest offered rate whose step answered >= %.0f%% of it (achieved = accepted + business rejects per second), with p99 <= %v and <= %.1f%% failed or unsent requests. ",
+		o.Search.Criteria.MinAchieved*100, o.Search.Criteria.MaxP99, o.Search.Criteria.MaxErrors*100)
+	p("Server and generator share the machine's %d cores; the tables give the CPU each used.\n\n", r.Machine.Cores)
+
+	p("## Run\n\n")
+	t := &report.Table{Header: []string{"", ""}}
+	dirty := "clean"
+	if len(r.Dirty) > 0 {
+		dirty = fmt.Sprintf("%d tracked files modified: %s", len(r.Dirty), strings.Join(r.Dirty, ", "))
+	}
+	t.Add("git commit", "`"+r.Commit+"` ("+dirty+")")
+	t.Add("machine", fmt.Sprintf("%d logical CPUs, %s, %s RAM", r.Machine.Cores, r.Machine.CPUModel, r.Machine.MemTotal))
+	t.Add("kernel", r.Machine.Kernel)
+	t.Add("go", r.Machine.GoVersion)
+	t.Add("load average at start", r.Machine.LoadAvg+" (other users of the machine share it)")
+	if r.DataFS != "" {
+		t.Add("server data dir file system", r.DataFS+" (fsync cost depends on it)")
+	}
+	t.Add("seed", fmt.Sprint(o.Seed))
+	var syms []string
+	for _, m := range o.Markets {
+		syms = append(syms, m.Symbol)
+	}
+	t.Add("markets", strings.Join(syms, ", "))
+	t.Add("users", fmt.Sprintf("%d (created and funded through the admin API)", o.Users))
+	t.Add("connections", fmt.Sprintf("%d keep-alive, one worker each", o.Conns))
+	t.Add("mix", fmt.Sprintf("%.0f%% placements (%.0f%% of them IOC orders crossing the spread, the rest GTC makers inside ±spread), %.0f%% cancels of the generator's oldest own resting order (a placement when it has none)",
+		o.Place*100, o.Take*100, (1-o.Place)*100))
+	t.Add("books", fmt.Sprintf("%d resting orders per market placed before the steps", o.Populate))
+	s := o.Search
+	t.Add("rate steps", fmt.Sprintf("from %.0f/s, ×%.2f while passing (max %.0f/s), %d bisection steps, %v each; half-saturation step %v; %v pause between steps; 1 s unrecorded warm-up",
+		s.Start, s.Factor, s.Max, s.Refine, s.Duration, s.HalfDur, s.Pause))
+	if r.ServerArgs != "" {
+		t.Add("server", "`"+r.ServerArgs+"` (config: ["+r.ConfigFile+"]("+r.ConfigFile+"), rate limits disabled; log: ["+r.ServerLog+"]("+r.ServerLog+"))")
+	}
+	t.Add("bare target", "`benchrun -serve-bare`: a fasthttp.Server whose handler only answers 200 `{\"orderId\":\"1\"}`, same generator, same requests")
+	for _, n := range r.Setup {
+		t.Add("setup", n)
+	}
+	p("%s\n", t.String())
+	p("Latency is measured open-loop: request i is due at start + i/rate; the clock starts at that intended time, so a stalled server is charged for every request it delayed (coordinated omission avoided). ")
+	p("A worker idle before a request's due time sleeps until then and Go timers wake it late (≈0.8 ms on Linux): that lateness is the generator's, so for such a worker the clock starts when it woke; the lateness is reported apart (\"pacer p99\").\n\n")
+
+	// 1. Engine.
+	p("## 1. Engine stream benchmark\n\n")
+	writeGoRun(&b, r.Engine, r.Dir, true)
+	// 2. Journal.
+	p("## 2. Durable throughput (ring + engine + journal) and replay\n\n")
+	writeGoRun(&b, r.Journal, r.Dir, false)
+	// 3, 4. REST.
+	p("## 3. REST load against the real server (durable acknowledgement)\n\n")
+	writeSweep(&b, r.REST, r.RESTErr, r.Dir, "rest")
+	p("## 4. The same generator against a bare fasthttp handler\n\n")
+	writeSweep(&b, r.Bare, r.BareErr, r.Dir, "bare")
+
+	// Plots.
+	var plots []string
+	if r.REST != nil && len(r.REST.Steps) > 0 {
+		plots = append(plots, writePlot(r.Dir, "latency-rest.svg", "REST orders, durable ack: latency by percentile per offered rate", stepSeries(r.REST, false)))
+	}
+	if r.Bare != nil && len(r.Bare.Steps) > 0 {
+		plots = append(plots, writePlot(r.Dir, "latency-bare.svg", "bare fasthttp: latency by percentile per offered rate", stepSeries(r.Bare, true)))
+	}
+	if cmp := compareSeries(r); len(cmp) > 0 {
+		plots = append([]string{writePlot(r.Dir, "latency.svg", "REST vs bare fasthttp at saturation and half of it", cmp)}, plots...)
+	}
+	if len(plots) > 0 {
+		p("## Latency plots\n\n")
+		for _, f := range plots {
+			if f != "" {
+				p("![%s](%s)\n\n", f, f)
+			}
+		}
+	}
+	p("## Files\n\n")
+	entries, _ := os.ReadDir(r.Dir)
+	for _, e := range entries {
+		p("- [%s](%s)\n", e.Name(), e.Name())
+	}
+	p("- report.md\n")
+	path := filepath.Join(r.Dir, "report.md")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func summary(r *Run) *report.Table {
+	t := &report.Table{Header: []string{"measure", "value", "target", "met"}, Right: []bool{false, true, false, false}}
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	if r.Engine != nil {
+		for _, bm := range r.Engine.Bench.Benchmarks {
+			ns, unit := nsPerCommand(&bm)
+			if ns > 0 {
+				t.Add("engine "+bm.Name+": per command ("+unit+")", fmt.Sprintf("%s ns, %s cmds/s", report.FormatNumber(ns), report.FormatNumber(1e9/ns)), "<= 100 ns (DESIGN)", yes(ns <= 100))
+			}
+		}
+		if len(r.Engine.Bench.Benchmarks) == 0 {
+			t.Add("engine benchmark", "not available: "+r.Engine.Err, "", "")
+		}
+	}
+	if r.Journal != nil && len(r.Journal.Bench.Benchmarks) == 0 {
+		t.Add("journal benchmark", "not available: "+r.Journal.Err, "", "")
+	}
+	var rs, bs float64
+	if r.REST != nil && r.REST.Saturation != nil {
+		rs = r.REST.Saturation.Achieved()
+		t.Add("REST saturation (durable orders)", fmt.Sprintf("%.0f req/s achieved at %.0f offered", rs, r.REST.Saturation.Rate), "", capped(r.REST))
+	} else {
+		t.Add("REST saturation (durable orders)", "not measured "+r.RESTErr, "", "")
+	}
+	if r.Bare != nil && r.Bare.Saturation != nil {
+		bs = r.Bare.Saturation.Achieved()
+		t.Add("bare fasthttp saturation", fmt.Sprintf("%.0f req/s achieved at %.0f offered", bs, r.Bare.Saturation.Rate), "", capped(r.Bare))
+	} else {
+		t.Add("bare fasthttp saturation", "not measured "+r.BareErr, "", "")
+	}
+	if rs > 0 && bs > 0 {
+		t.Add("REST / bare throughput", fmt.Sprintf("%.0f%%", 100*rs/bs), fmt.Sprintf(">= %.0f%%", targetRatio*100), yes(rs/bs >= targetRatio))
+	}
+	if r.REST != nil && r.REST.Half != nil {
+		h := r.REST.Half
+		t.Add(fmt.Sprintf("REST p99 at half saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "<= 2 ms", yes(h.Percentile(99) <= targetHalfP99))
+		t.Add("REST p50 / p99.9 / max there", fmt.Sprintf("%s / %s / %s ms", load.FormatLatency(h.Percentile(50)), load.FormatLatency(h.Percentile(99.9)), load.FormatLatency(h.Max())), "", "")
+	}
+	if r.Bare != nil && r.Bare.Half != nil {
+		h := r.Bare.Half
+		t.Add(fmt.Sprintf("bare p99 at half its saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "", "")
+	}
+	return t
+}
+
+func capped(s *Sweep) string {
+	if s.Capped {
+		return "(rate cap reached: saturation is higher)"
+	}
+	return ""
+}
+
+// nsPerCommand picks the benchmark's per-command time: a custom ns/cmd
+// metric if it reports one, else ns/op.
+func nsPerCommand(b *report.Benchmark) (float64, string) {
+	for _, u := range strings.Fields(nsPerCmdUnits) {
+		if v, ok := b.Metric(u); ok && v > 0 {
+			return v, u
+		}
+	}
+	return 0, ""
+}
+
+func writeGoRun(b *strings.Builder, g *GoRun, dir string, perCommand bool) {
+	if g == nil {
+		b.WriteString("Skipped.\n\n")
+		return
+	}
+	fmt.Fprintf(b, "`%s` (%v; raw output: [%s](%s))\n\n", g.Command, g.Elapsed.Round(time.Second), g.RawFile, g.RawFile)
+	if h := g.Bench.Header; h["cpu"] != "" {
+		fmt.Fprintf(b, "cpu: %s, pkg: %s\n\n", h["cpu"], h["pkg"])
+	}
+	if len(g.Bench.Benchmarks) > 0 {
+		units := report.Units(g.Bench.Benchmarks)
+		t := &report.Table{Header: append([]string{"benchmark", "procs", "iterations"}, units...)}
+		t.Right = []bool{false, true, true}
+		for range units {
+			t.Right = append(t.Right, true)
+		}
+		if perCommand {
+			t.Header = append(t.Header, "commands/s (derived)")
+			t.Right = append(t.Right, true)
+		}
+		for _, bm := range g.Bench.Benchmarks {
+			row := []string{bm.Name, fmt.Sprint(bm.Procs), fmt.Sprint(bm.Iterations)}
+			for _, u := range units {
+				if v, ok := bm.Metric(u); ok {
+					row = append(row, report.FormatNumber(v))
+				} else {
+					row = append(row, "")
+				}
+			}
+			if perCommand {
+				if ns, _ := nsPerCommand(&bm); ns > 0 {
+					row = append(row, report.FormatNumber(1e9/ns))
+				} else {
+					row = append(row, "")
+				}
+			}
+			t.Add(row...)
+		}
+		b.WriteString(t.String())
+		b.WriteString("\n")
+		if perCommand {
+			b.WriteString("Custom units are whatever the benchmark reports with b.ReportMetric (latency percentiles among them when it measures them); commands/s is derived from ns/cmd if reported, else ns/op.\n\n")
+		}
+	}
+	if g.Err != "" || g.Bench.Failed {
+		fmt.Fprintf(b, "**Problem:** %s\n\n", orDefault(g.Err, "the output has failures"))
+		if n := len(g.Bench.Other); n > 0 {
+			lines := g.Bench.Other
+			if n > 30 {
+				lines = lines[n-30:]
+			}
+			b.WriteString(report.CodeBlock(strings.Join(lines, "\n")))
+			b.WriteString("\n")
+		}
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
+	if s == nil {
+		if errText != "" {
+			fmt.Fprintf(b, "**Not measured:** %s\n\n", errText)
+		} else {
+			b.WriteString("Skipped.\n\n")
+		}
+		return
+	}
+	if errText != "" {
+		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
+	}
+	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "target CPU", "gen CPU", "verdict", "hgrm"}}
+	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		file := fmt.Sprintf("%s-%02d-%.0f.hgrm", prefix, i+1, st.Rate)
+		if err := load.WriteHgrm(filepath.Join(dir, file), st.Hist); err != nil {
+			file = "error: " + err.Error()
+		}
+		verdict := "pass"
+		if !st.Pass {
+			verdict = "fail: " + st.Why
+		}
+		role := st.Role
+		if s.Saturation == st {
+			role += " (**saturation**)"
+		}
+		t.Add(role, fmt.Sprintf("%.0f", st.Rate), fmt.Sprintf("%.0f", st.Achieved()),
+			fmt.Sprint(st.OK), fmt.Sprint(st.Rejected), fmt.Sprint(st.Failed), fmt.Sprint(st.Unsent),
+			load.FormatLatency(st.Percentile(50)), load.FormatLatency(st.Percentile(90)), load.FormatLatency(st.Percentile(99)),
+			load.FormatLatency(st.Percentile(99.9)), load.FormatLatency(st.Max()),
+			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
+			fmt.Sprintf("%.2f", st.ServerCPU), fmt.Sprintf("%.2f", st.GenCPU), verdict, "["+file+"]("+file+")")
+	}
+	b.WriteString(t.String())
+	b.WriteString("\n")
+	if s.Capped {
+		b.WriteString("Every step passed up to the rate cap: the saturation point is above it.\n\n")
+	}
+	// Ops and errors, summed over steps.
+	ops := map[string]int64{}
+	errs := map[string]*load.ErrorKind{}
+	agg := &load.Result{Ops: ops, Errors: errs}
+	for i := range s.Steps {
+		for k, v := range s.Steps[i].Ops {
+			ops[k] += v
+		}
+		for k, e := range s.Steps[i].Errors {
+			d := errs[k]
+			if d == nil {
+				d = &load.ErrorKind{Sample: e.Sample}
+				errs[k] = d
+			}
+			d.Count += e.Count
+		}
+	}
+	fmt.Fprintf(b, "Requests by kind over all steps: %s.\n\n", formatOps(ops))
+	if len(errs) == 0 {
+		b.WriteString("No error answers.\n\n")
+		return
+	}
+	b.WriteString("Answers other than success, over all steps, by kind (-2xxx business rejects are expected: a cancel can race with a fill; everything else counts as failed):\n\n")
+	et := &report.Table{Header: []string{"count", "kind", "sample answer"}, Right: []bool{true}}
+	for _, k := range agg.ErrorKeys() {
+		et.Add(fmt.Sprint(errs[k].Count), k, "`"+errs[k].Sample+"`")
+	}
+	b.WriteString(et.String())
+	b.WriteString("\n")
+	// Per step failures (not business rejects) by kind, for the failing steps.
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.Failed == 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range st.ErrorKeys() {
+			parts = append(parts, fmt.Sprintf("%s: %d", k, st.Errors[k].Count))
+		}
+		fmt.Fprintf(b, "- %.0f/s (%s): %s\n", st.Rate, st.Role, strings.Join(parts, "; "))
+	}
+	b.WriteString("\n")
+}
+
+func formatOps(ops map[string]int64) string {
+	var parts []string
+	for _, k := range []string{load.OpPlace, load.OpTake, load.OpCancel} {
+		parts = append(parts, fmt.Sprintf("%s %d", k, ops[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func stepSeries(s *Sweep, dashed bool) []report.Series {
+	var out []report.Series
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		name := fmt.Sprintf("%.0f/s", st.Rate)
+		if st.Role != "search" {
+			name += " " + st.Role
+		}
+		if !st.Pass {
+			name += " (fail)"
+		}
+		se := report.SeriesFromHist(name, st.Hist)
+		se.Dashed = dashed
+		out = append(out, se)
+	}
+	return out
+}
+
+func compareSeries(r *Run) []report.Series {
+	var out []report.Series
+	add := func(name string, st *StepResult, dashed bool) {
+		if st != nil {
+			se := report.SeriesFromHist(fmt.Sprintf("%s %.0f/s", name, st.Rate), st.Hist)
+			se.Dashed = dashed
+			out = append(out, se)
+		}
+	}
+	if r.REST != nil {
+		add("REST half-sat", r.REST.Half, false)
+		add("REST sat", r.REST.Saturation, false)
+	}
+	if r.Bare != nil {
+		add("bare half-sat", r.Bare.Half, true)
+		add("bare sat", r.Bare.Saturation, true)
+	}
+	return out
+}
+
+func writePlot(dir, name, title string, series []report.Series) string {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(report.PercentilePlot(title, series)), 0o644); err != nil {
+		return ""
+	}
+	return name
+}
