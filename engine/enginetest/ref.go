@@ -487,7 +487,11 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 	if !ok {
 		return engine.RejectOverflow
 	}
-	if c.Type == engine.Market && lim == 0 {
+	if c.Type == engine.Market && lim == 0 && c.Side == engine.Buy {
+		// a market buy facing an empty book has no protection price to
+		// reserve at; it expires at once. A market sell reserves its base
+		// like any sell (SPEC §5: "SELL: qty of base"), so a user without
+		// it is refused even when the book is empty.
 		res = 0
 	}
 	cell := &r.Bal[c.User][coin]
