@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func (h *harness) step(c engine.Cmd) bool {
 	h.ref.Apply(c, h.seq, h.ts, e.Shard(), &h.ro)
 	if d := diffOut(&h.eo, &h.ro); d != "" {
 		h.t.Errorf("command seq %d %s: %s\ngot (engine):\n%swant (reference):\n%s", h.seq, fmtCmd(&c), d,
-			h.pr.Out(nil, &h.eo), h.pr.Out(nil, &h.ro))
+			clip(h.pr.Out(nil, &h.eo)), clip(h.pr.Out(nil, &h.ro)))
 		return false
 	}
 	if int(h.eo.Reject) < len(h.rejects) {
@@ -67,6 +68,19 @@ func (h *harness) step(c engine.Cmd) bool {
 		h.expired++
 	}
 	return true
+}
+
+// clip keeps the first 30 lines of a long event listing.
+func clip(b []byte) []byte {
+	n := 0
+	for i, c := range b {
+		if c == '\n' {
+			if n++; n == 30 {
+				return append(b[:i+1:i+1], fmt.Sprintf("  ... (%d more lines)\n", bytes.Count(b[i+1:], []byte{'\n'}))...)
+			}
+		}
+	}
+	return b
 }
 
 func fmtCmd(c *engine.Cmd) string {
