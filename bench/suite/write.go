@@ -13,8 +13,8 @@ import (
 
 // Targets of issue 5.
 const (
-	targetRatio   = 0.5                    // REST saturation / bare saturation
-	targetHalfP99 = 2 * time.Millisecond   // p99 at half the REST saturation rate
+	targetRatio   = 0.5                  // REST saturation / bare saturation
+	targetHalfP99 = 2 * time.Millisecond // p99 at half the REST saturation rate
 	nsPerCmdUnits = "ns/cmd ns/command ns/op"
 )
 

@@ -1,0 +1,206 @@
+package load
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// fakeExchange checks every request the way SPEC §2 says the server does,
+// with its own HMAC code, and keeps just enough order state to check that
+// cancels name orders the same user placed.
+type fakeExchange struct {
+	mu      sync.Mutex
+	creds   map[string]Cred
+	markets map[string]Market
+	owner   map[int64]string // orderId -> apiKey
+	nextID  int64
+	bad     []string
+}
+
+func (f *fakeExchange) fail(ctx *fasthttp.RequestCtx, status int, format string, a ...any) {
+	f.bad = append(f.bad, fmt.Sprintf(format, a...))
+	ctx.SetStatusCode(status)
+	ctx.SetBodyString(`{"code":-1000,"msg":"fake: rejected"}`)
+}
+
+func (f *fakeExchange) handle(ctx *fasthttp.RequestCtx) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := &ctx.Request.Header
+	key := string(h.Peek("ACCESS-KEY"))
+	c, ok := f.creds[key]
+	if !ok {
+		f.fail(ctx, 401, "unknown key %q", key)
+		return
+	}
+	if string(h.Peek("ACCESS-PASSPHRASE")) != c.Passphrase {
+		f.fail(ctx, 401, "bad passphrase")
+		return
+	}
+	ts := string(h.Peek("ACCESS-TIMESTAMP"))
+	ms, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.UnixMilli(ms)).Abs() > 30*time.Second {
+		f.fail(ctx, 401, "bad timestamp %q", ts)
+		return
+	}
+	msg := ts + string(ctx.Method()) + string(ctx.Path())
+	if q := ctx.URI().QueryString(); len(q) > 0 {
+		msg += "?" + string(q)
+	}
+	msg += string(ctx.PostBody())
+	mac := hmac.New(sha256.New, []byte(c.SecretKey))
+	mac.Write([]byte(msg))
+	want := base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	if got := string(h.Peek("ACCESS-SIGN")); !hmac.Equal([]byte(got), []byte(want)) {
+		f.fail(ctx, 401, "bad signature for %q: got %s, want %s", msg, got, want)
+		return
+	}
+	if string(ctx.Path()) != "/api/v3/order" {
+		f.fail(ctx, 404, "path %s", ctx.Path())
+		return
+	}
+	switch string(ctx.Method()) {
+	case "POST":
+		if string(h.ContentType()) != "application/json" {
+			f.fail(ctx, 400, "content type %q", h.ContentType())
+			return
+		}
+		var o struct{ Symbol, Side, Type, TimeInForce, Quantity, Price string }
+		if err := json.Unmarshal(ctx.PostBody(), &o); err != nil {
+			f.fail(ctx, 400, "body %s: %v", ctx.PostBody(), err)
+			return
+		}
+		m, ok := f.markets[o.Symbol]
+		if !ok || (o.Side != "BUY" && o.Side != "SELL") || o.Type != "LIMIT" || (o.TimeInForce != "GTC" && o.TimeInForce != "IOC") ||
+			decimals(o.Price) != m.TickDecimals || decimals(o.Quantity) != m.StepDecimals {
+			f.fail(ctx, 400, "bad order %s", ctx.PostBody())
+			return
+		}
+		f.nextID++
+		if o.TimeInForce == "GTC" {
+			f.owner[f.nextID] = key
+		}
+		fmt.Fprintf(ctx, `{"symbol":%q,"orderId":%d,"status":"NEW"}`, o.Symbol, f.nextID)
+	case "DELETE":
+		args := ctx.QueryArgs()
+		id, err := strconv.ParseInt(string(args.Peek("orderId")), 10, 64)
+		if _, ok := f.markets[string(args.Peek("symbol"))]; !ok || err != nil || f.owner[id] != key {
+			f.fail(ctx, 400, "cancel of %s by %s: not its order", ctx.QueryArgs(), key)
+			return
+		}
+		delete(f.owner, id)
+		fmt.Fprintf(ctx, `{"orderId":"%d","status":"CANCELED"}`, id)
+	default:
+		f.fail(ctx, 405, "method %s", ctx.Method())
+	}
+}
+
+func decimals(s string) int {
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		return len(s) - i - 1
+	}
+	return 0
+}
+
+func TestGeneratorAgainstSigningFake(t *testing.T) {
+	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT,DOGEUSDT,XRPUSDT")
+	f := &fakeExchange{creds: map[string]Cred{}, markets: map[string]Market{}, owner: map[int64]string{}}
+	var users []Cred
+	for i := 0; i < 5; i++ {
+		c := Cred{UID: int64(i + 1), APIKey: fmt.Sprintf("key%d", i), SecretKey: fmt.Sprintf("secret-%d", i), Passphrase: fmt.Sprintf("pass%d", i)}
+		users = append(users, c)
+		f.creds[c.APIKey] = c
+	}
+	for _, m := range markets {
+		f.markets[m.Symbol] = m
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: f.handle}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+
+	g, err := New(Target{Addr: ln.Addr().String(), Users: users, Markets: markets, Conns: 4}, Mix{Place: 0.5, Take: 0.2, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if failed, first := g.Populate(10); failed != 0 {
+		t.Fatalf("Populate: %d failed, first %s", failed, first)
+	}
+	r := g.Run(Step{Rate: 2000, Duration: 300 * time.Millisecond})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bad) > 0 {
+		t.Fatalf("fake rejected %d requests, first: %s", len(f.bad), f.bad[0])
+	}
+	if r.Sent != r.Scheduled || r.OK != r.Sent || r.Failed+r.Rejected+r.Unsent != 0 {
+		t.Errorf("step: scheduled %d sent %d ok %d rejected %d failed %d unsent %d, want all ok; errors %v",
+			r.Scheduled, r.Sent, r.OK, r.Rejected, r.Failed, r.Unsent, r.Errors)
+	}
+	if r.Ops[OpCancel] == 0 || r.Ops[OpPlace] == 0 || r.Ops[OpTake] == 0 {
+		t.Errorf("ops = %v, want every kind", r.Ops)
+	}
+	if r.Hist.TotalCount() != r.Sent {
+		t.Errorf("histogram has %d samples, want %d", r.Hist.TotalCount(), r.Sent)
+	}
+	if a := r.Achieved(); a < 1500 {
+		t.Errorf("achieved %.0f/s at 2000/s offered against an idle fake", a)
+	}
+}
+
+// TestStallIsCharged checks coordinated omission is avoided: when the
+// server stalls, every request due during the stall is charged the wait,
+// not only the one that was in flight.
+func TestStallIsCharged(t *testing.T) {
+	var mu sync.Mutex
+	stalled := false
+	h := func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		first := !stalled
+		stalled = true
+		mu.Unlock()
+		if first {
+			time.Sleep(200 * time.Millisecond)
+		}
+		ctx.SetBodyString(`{"orderId":1}`)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT")
+	// One connection: a closed-loop tester would send nothing during the
+	// stall and record a single slow request.
+	g, err := New(Target{Addr: ln.Addr().String(), Users: []Cred{{APIKey: "k", SecretKey: "s"}}, Markets: markets, Conns: 1}, Mix{Place: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r := g.Run(Step{Rate: 1000, Duration: 400 * time.Millisecond})
+	// About 200 of the 400 requests were due during the stall; their waits
+	// range down from 200 ms, so p75 is about 100 ms. A closed-loop tester
+	// would report one slow request: p75 of a normal answer.
+	if p := r.Percentile(75); p < 50*time.Millisecond {
+		t.Errorf("p75 = %v after a 200 ms stall at 1000/s, want the stall charged to the requests it delayed", p)
+	}
+	if m := r.Max(); m < 190*time.Millisecond {
+		t.Errorf("max = %v, want >= 190ms", m)
+	}
+}
