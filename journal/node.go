@@ -19,8 +19,6 @@ const (
 	maxMarketShards = 63
 	// maxBatch bounds the commands one shard applies and syncs at once.
 	maxBatch = 4096
-	// spinIdle is how many empty polls a shard makes before it parks.
-	spinIdle = 64
 
 	defaultSnapshotEvery    = 2_000_000
 	defaultSnapshotInterval = 10 * time.Minute
@@ -71,7 +69,14 @@ func open(o Options) (*Node, error) {
 	if !exists && o.ReadOnly {
 		return nil, fmt.Errorf("journal: %s does not exist", o.Dir)
 	}
-	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: quietLogger{x.logf}}
+	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: quietLogger{x.logf},
+		// A drained batch of 4096 commands with their history rows is a few
+		// MB: with the 4 MB default every such batch would be flushed to L0
+		// on its own and compactions would eat the CPU the shards need.
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0StopWritesThreshold:       24,
+	}
 	if !o.ReadOnly {
 		// WAL sync chunks record in each chunk how far the WAL was synced,
 		// so recovery can tell a torn tail (tolerated: never acknowledged)

@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // ring is a bounded lock-free multi-producer single-consumer queue of
@@ -111,6 +113,32 @@ func (q *ring) drain(dst []*Request, max int) []*Request {
 	}
 	return dst
 }
+
+// spinFor is how long an idle consumer polls before it parks: long enough
+// to catch the next request of a steady stream without a wake-up (a futex
+// wake of a parked thread costs tens of microseconds on a VM), short
+// enough that an idle shard costs nothing.
+const spinFor = 50 * time.Microsecond
+
+// idle is called when the ring was found empty; it yields the processor and
+// reports true when the consumer has spun for spinFor and should park.
+// *since holds when the idle period started (0: it just started).
+func (q *ring) idle(since *int64) bool {
+	now := nanotime()
+	if *since == 0 {
+		*since = now
+	}
+	if now-*since >= int64(spinFor) {
+		*since = 0
+		return true
+	}
+	runtime.Gosched()
+	return false
+}
+
+var epoch = time.Now()
+
+func nanotime() int64 { return int64(time.Since(epoch)) }
 
 // park blocks until a producer pushes or tick fires (tick may be nil).
 // Consumer only.

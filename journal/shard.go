@@ -60,19 +60,16 @@ func (s *shard) run() {
 			s.x.logf("journal: shard %d: pin to cpu %d: %v", s.id, s.id%runtime.NumCPU(), err)
 		}
 	}
-	idle := 0
+	var idleSince int64 // nanotime when the ring was first found empty; 0: busy
 	for {
 		s.batch = s.q.drain(s.batch[:0], maxBatch)
 		if len(s.batch) == 0 {
-			if idle++; idle < spinIdle {
-				runtime.Gosched()
-				continue
+			if s.q.idle(&idleSince) {
+				s.q.park(nil)
 			}
-			idle = 0
-			s.q.park(nil)
 			continue
 		}
-		idle = 0
+		idleSince = 0
 		if s.process(s.batch) {
 			return
 		}

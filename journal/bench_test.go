@@ -1,0 +1,197 @@
+package journal
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/weexcore/exchange/engine"
+)
+
+// BenchmarkRingHandoff measures the one-way hand-off from a producer's push
+// to the consumer's pop when the ring is not saturated: the producer
+// sleeps between pushes (it must not burn one of the two shared cores, or
+// the measurement is of the OS scheduler), stamps the time just before
+// each push, and the consumer, idling exactly like a shard (spin, then
+// park), records pop time minus push time in an HdrHistogram. Pushes are
+// spaced `gap` apart: below spinFor the consumer is still spinning, above
+// it the consumer has parked and must be woken. With gap 0 the producer
+// pushes the next request as soon as the previous one was popped.
+func BenchmarkRingHandoff(b *testing.B) {
+	for _, gap := range []time.Duration{0, 200 * time.Microsecond} {
+		b.Run(fmt.Sprintf("gap=%v", gap), func(b *testing.B) { benchHandoff(b, gap) })
+	}
+}
+
+func benchHandoff(b *testing.B, gap time.Duration) {
+	q := newRing(4096)
+	h := hdrhistogram.New(1, int64(time.Second), 3)
+	reqs := make([]Request, 1024)
+	due := make([]int64, len(reqs)) // intended send time of reqs[i]
+	for i := range reqs {
+		reqs[i].Seq = uint64(i)
+	}
+	var popped atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	stop := make(chan struct{})
+	go func() { // consumer
+		defer wg.Done()
+		var since int64
+		for {
+			r := q.pop()
+			if r == nil {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if q.idle(&since) {
+					q.park(stop)
+				}
+				continue
+			}
+			since = 0
+			now := time.Now().UnixNano()
+			h.RecordValue(now - due[r.Seq])
+			popped.Add(1)
+		}
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if gap > 0 {
+			time.Sleep(gap)
+		} else {
+			for popped.Load() < int64(i) { // one in flight: hand-off, not queueing
+				runtime.Gosched()
+			}
+		}
+		k := i % len(reqs)
+		due[k] = time.Now().UnixNano()
+		for !q.push(&reqs[k]) {
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	q.kick()
+	wg.Wait()
+	b.ReportMetric(float64(h.ValueAtQuantile(50)), "p50-ns")
+	b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-ns")
+	b.ReportMetric(float64(h.ValueAtQuantile(99.9)), "p99.9-ns")
+	b.ReportMetric(float64(h.Max()), "max-ns")
+}
+
+// benchNode opens a node with two funded users trading two markets on
+// different shards.
+func benchNode(b *testing.B, dir string) (*Node, [2]engine.UserIdx) {
+	o := testOptions(b, dir)
+	o.Logf = nil
+	n, err := Open(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	addUser(b, n, feeUID)
+	var u [2]engine.UserIdx
+	for i := range u {
+		uid := int64(100 + i)
+		u[i] = addUser(b, n, uid)
+		for c := 0; c < 3; c++ {
+			mustOK(b, "deposit", first(do(b, n, engine.Cmd{Kind: engine.CmdDeposit, User: u[i], UID: uid, Coin: engine.CoinID(c), Amount: 1 << 58})))
+		}
+	}
+	return n, u
+}
+
+// benchCmd is command i of the durable stream: users alternately buy and
+// sell one step at the same price on markets 0 and 1 (shards 0 and 1), so
+// every other order trades: updates, a trade and bills, like real flow.
+func benchCmd(i int, u [2]engine.UserIdx) engine.Cmd {
+	k := i / 2 % 2
+	side := engine.Buy
+	if k == 1 {
+		side = engine.Sell
+	}
+	return engine.Cmd{Kind: engine.CmdPlace, User: u[k], UID: int64(100 + k), Market: engine.MarketID(i % 2), Side: side,
+		Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 1}
+}
+
+// BenchmarkDurable measures commands per second through Submit, the ring,
+// the engine, the journal (one synced Pebble batch per drained batch) and
+// back through Wait, with `batch` commands in flight at a time.
+func BenchmarkDurable(b *testing.B) {
+	for _, batch := range []int{1, 16, 256, 4096} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			n, u := benchNode(b, b.TempDir())
+			defer n.Close()
+			reqs := make([]*Request, 0, batch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			t0 := time.Now()
+			for i := 0; i < b.N; {
+				reqs = reqs[:0]
+				for ; len(reqs) < batch && i < b.N; i++ {
+					r := AcquireRequest()
+					r.Cmd = benchCmd(i, u)
+					for n.Submit(r) == ErrBusy {
+						runtime.Gosched()
+					}
+					reqs = append(reqs, r)
+				}
+				for _, r := range reqs {
+					if err := r.Wait(deadline()); err != nil {
+						b.Fatal(err)
+					}
+					if r.Out.Reject != engine.OK {
+						b.Fatalf("reject %v", r.Out.Reject)
+					}
+					ReleaseRequest(r)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "cmds/s")
+		})
+	}
+}
+
+// BenchmarkReplay measures a full read-only replay of a journal of
+// replayCmds commands (written once, in large batches).
+func BenchmarkReplay(b *testing.B) {
+	const replayCmds = 300_000
+	dir := filepath.Join(b.TempDir(), "data")
+	n, u := benchNode(b, dir)
+	reqs := make([]*Request, 0, 4096)
+	for i := 0; i < replayCmds; {
+		reqs = reqs[:0]
+		for ; len(reqs) < 4096 && i < replayCmds; i++ {
+			r := AcquireRequest()
+			r.Cmd = benchCmd(i, u)
+			for n.Submit(r) == ErrBusy {
+				runtime.Gosched()
+			}
+			reqs = append(reqs, r)
+		}
+		for _, r := range reqs {
+			if err := r.Wait(deadline()); err != nil {
+				b.Fatal(err)
+			}
+			ReleaseRequest(r)
+		}
+	}
+	n.Close()
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := 0; i < b.N; i++ {
+		ro, err := Open(Options{Dir: dir, ReadOnly: true, FullReplay: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ro.Close()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*replayCmds)/time.Since(t0).Seconds(), "cmds/s")
+}
