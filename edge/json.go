@@ -282,7 +282,8 @@ func (d *scanner) number() ([]byte, bool) {
 		}
 		return n
 	}
-	if digits() == 0 {
+	lead := d.i
+	if n := digits(); n == 0 || n > 1 && d.b[lead] == '0' { // no leading zeros
 		return nil, d.fail()
 	}
 	if d.i < len(d.b) && d.b[d.i] == '.' {
