@@ -21,7 +21,9 @@ func TestConfigErrors(t *testing.T) {
 		edit func(string) string
 		want string
 	}{
-		{func(s string) string { return strings.Replace(s, `"tickSize": "0.01", "stepSize": "0.000001"`, `"tikSize": "0.01", "stepSize": "0.000001"`, 1) }, "config: spot[0].tikSize: unknown key"},
+		{func(s string) string {
+			return strings.Replace(s, `"tickSize": "0.01", "stepSize": "0.000001"`, `"tikSize": "0.01", "stepSize": "0.000001"`, 1)
+		}, "config: spot[0].tikSize: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"fee_uid": 1,`, `"fee_uid": 1, "extra": true,`, 1) }, "config: extra: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"enabled": true`, `"enabled": true, "burst": 1`, 1) }, "config: rate_limits.burst: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"minConfirm": 2`, `"minConfirms": 2`, 1) }, "config: coins[0].networkList[0].minConfirms: unknown key"},
@@ -29,7 +31,9 @@ func TestConfigErrors(t *testing.T) {
 		{func(s string) string { return strings.Replace(s, `"baseAsset": "BTC"`, `"baseAsset": "XBT"`, 1) }, "config: spot[0].baseAsset: unknown coin"},
 		{func(s string) string { return strings.Replace(s, `"tickSize": "0.01"`, `"tickSize": "-1"`, 1) }, "tickSize"},
 		{func(s string) string { return strings.Replace(s, `"USDT": "1000000"`, `"USDT": "1e6"`, 1) }, "deposits.USDT"},
-		{func(s string) string { return strings.Replace(s, `"apiKey": "weex_demo_key2"`, `"apiKey": "weex_demo_key"`, 1) }, "users[1]"},
+		{func(s string) string {
+			return strings.Replace(s, `"apiKey": "weex_demo_key2"`, `"apiKey": "weex_demo_key"`, 1)
+		}, "users[1]"},
 		{func(s string) string { return s[:len(s)-10] }, "invalid JSON"},
 		{func(s string) string { return strings.Replace(s, `"contracts": []`, `"contracts": [{}]`, 1) }, "contracts"},
 	} {
