@@ -295,7 +295,7 @@ func streamLen(t *testing.T) int {
 	case testing.Short():
 		return 20_000
 	case engine.Invariants:
-		return 12_000
+		return 30_000
 	}
 	return 110_000
 }
@@ -345,11 +345,7 @@ func TestReferenceStream(t *testing.T) {
 // TestReferenceStreamSharded runs the same kind of stream with the markets
 // spread over two engines sharing one Accounts (and a ledger engine).
 func TestReferenceStreamSharded(t *testing.T) {
-	n := streamLen(t) / 2
-	if engine.Invariants || testing.Short() {
-		n = streamLen(t) / 2
-	}
-	h := runStream(t, 2, n, 2)
+	h := runStream(t, 2, streamLen(t), 2)
 	h.report(t)
 }
 
