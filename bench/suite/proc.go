@@ -175,3 +175,23 @@ func RunLogged(ctx context.Context, dir string, env []string, progress io.Writer
 	}
 	return out.String(), err
 }
+
+// machineBusy returns the CPU time all processes of the machine used so
+// far (user, nice, system, irq, softirq, steal from /proc/stat).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clkTck
+}

@@ -40,7 +40,7 @@ type Options struct {
 	BenchTime    string        // go test -benchtime ("" = default)
 	BenchTimeout time.Duration // per go test run
 
-	SkipEngine, SkipJournal, SkipREST, SkipBare bool
+	SkipEngine, SkipJournal, SkipEdge, SkipREST, SkipBare bool
 
 	Progress io.Writer
 }
@@ -56,7 +56,7 @@ type Run struct {
 	Dirty    []string
 	DataFS   string
 
-	Engine, Journal       *GoRun
+	Engine, Journal, Edge *GoRun
 	REST, Bare            *Sweep
 	RESTErr, BareErr      string
 	Setup                 []string // setup notes (users, population timings)
@@ -116,6 +116,9 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	}
 	if !o.SkipJournal {
 		r.Journal = goBench("journal", "./journal/", ".")
+	}
+	if !o.SkipEdge {
+		r.Edge = goBench("edge", "./edge/", ".")
 	}
 	if !o.SkipREST {
 		if err := runREST(r); err != nil {

@@ -15,6 +15,7 @@ type StepResult struct {
 	Role      string  // "search", "refine", "half-saturation"
 	ServerCPU float64 // cores used by the target process during the step
 	GenCPU    float64 // cores used by the generator (this process)
+	OtherCPU  float64 // cores used by everything else on the machine (other users, the go tool...)
 	Pass      bool
 	Why       string // why it did not pass
 }
@@ -48,19 +49,20 @@ func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duratio
 	run := func(rate float64, dur time.Duration, role string) *StepResult {
 		rate = math.Round(rate)
 		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v\n", name, role, rate, dur)
-		c0, g0, t0 := cpuOf(cpu), selfCPU(), time.Now()
+		c0, g0, m0, t0 := cpuOf(cpu), selfCPU(), machineBusy(), time.Now()
 		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
 			fmt.Fprintf(progress, "[%s]   %s\n", name, load.FormatProgress(p))
 		}})
 		wall := time.Since(t0).Seconds()
 		sr := &StepResult{Result: r, Role: role,
 			ServerCPU: (cpuOf(cpu) - c0).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall}
+		sr.OtherCPU = max(0, (machineBusy()-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
 		sr.Pass, sr.Why = s.Criteria.Pass(r)
 		verdict := "pass"
 		if !sr.Pass {
 			verdict = "FAIL: " + sr.Why
 		}
-		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  target CPU %.2f, generator CPU %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), sr.ServerCPU, sr.GenCPU, verdict)
+		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  target CPU %.2f, generator CPU %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), sr.ServerCPU, sr.GenCPU, sr.OtherCPU, verdict)
 		sw.Steps = append(sw.Steps, *sr)
 		time.Sleep(s.Pause)
 		return &sw.Steps[len(sw.Steps)-1]

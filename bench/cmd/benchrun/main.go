@@ -51,6 +51,7 @@ func main() {
 	benchTimeout := flag.Duration("bench-timeout", 4*time.Minute, "timeout of each go test run")
 	skipEngine := flag.Bool("skip-engine", false, "skip the engine benchmark")
 	skipJournal := flag.Bool("skip-journal", false, "skip the journal benchmarks")
+	skipEdge := flag.Bool("skip-edge", false, "skip the edge's in-process benchmarks")
 	skipREST := flag.Bool("skip-rest", false, "skip the REST load against the server")
 	skipBare := flag.Bool("skip-bare", false, "skip the bare fasthttp load")
 	serveBare := flag.String("serve-bare", "", "serve the bare fasthttp target on ADDR (internal)")
@@ -111,7 +112,7 @@ func main() {
 			Duration: *step, HalfDur: *halfStep, Pause: *pause,
 			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
 		BenchTime: *benchtime, BenchTimeout: *benchTimeout,
-		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipREST: *skipREST, SkipBare: *skipBare,
+		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
 		Progress: os.Stderr,
 	}
 	path, err := suite.Execute(ctx, o)

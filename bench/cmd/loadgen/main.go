@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -41,8 +42,17 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Second, "per-request timeout")
 	hgrm := flag.String("hgrm", "", "directory to write each step's percentile distribution (.hgrm)")
 	serveBare := flag.String("serve-bare", "", "serve the bare 200-only fasthttp target on this address and do nothing else")
+	cpuProfile := flag.String("cpuprofile", "", "write the generator's CPU profile to this file")
 	flag.Parse()
 	log.SetFlags(0)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 
 	if *serveBare != "" {
 		ln, err := net.Listen("tcp", *serveBare)
