@@ -484,9 +484,19 @@ func handleCancel(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 	if e != nil {
 		return e
 	}
-	if m == nil { // by client id in any market: find its market first
-		if m, _, e = s.lookupOrder(c, nil, 0, cid); e != nil {
-			return e
+	if m == nil { // by client id in any market: the market of its working order
+		for _, mk := range s.markets {
+			v, ok, err := s.node.Order(c.user, c.uid, mk.spec.ID, 0, cid, s.deadline())
+			if err != nil {
+				return queryErr(err)
+			}
+			if ok && v.Status.Working() {
+				m = mk
+				break
+			}
+		}
+		if m == nil {
+			return errOrderNotFound
 		}
 	}
 	r := journal.AcquireRequest()
