@@ -38,66 +38,78 @@ func Pow10(n int) int64 { return pow10[n] }
 
 // ParseFixed parses an unsigned decimal string ("12", "12.5", "0.001") into
 // an integer count of 10^-scale units. Digits past the scale are allowed only
-// if they are zeros ("1.50" at scale 1 is 15). It allocates nothing.
+// if they are zeros ("1.50" at scale 1 is 15). It allocates nothing. Errors,
+// in order of precedence: empty, malformed, too precise, out of range.
 func ParseFixed(s []byte, scale int) (int64, error) {
 	if len(s) == 0 {
 		return 0, ErrDecimalEmpty
 	}
+	if !wellFormed(s) {
+		return 0, ErrDecimalSyntax
+	}
 	if scale < 0 || scale > MaxScale {
 		return 0, ErrDecimalRange
 	}
+	frac, digits := 0, -1 // digits after the point; -1 before it
+	precise, over := false, false
 	var v uint64
 	const limit = 1<<63 - 1
-	i, digits := 0, 0
-	for ; i < len(s) && s[i] != '.'; i++ {
-		c := s[i] - '0'
-		if c > 9 {
-			return 0, ErrDecimalSyntax
+	for _, c := range s {
+		if c == '.' {
+			digits = 0
+			continue
 		}
-		if v > (limit-uint64(c))/10 {
-			return 0, ErrDecimalRange
-		}
-		v = v*10 + uint64(c)
-		digits++
-	}
-	frac := 0
-	if i < len(s) { // s[i] == '.'
-		i++
-		if i == len(s) {
-			return 0, ErrDecimalSyntax // "1."
-		}
-		precise := false
-		for ; i < len(s); i++ {
-			c := s[i] - '0'
-			if c > 9 {
-				return 0, ErrDecimalSyntax
-			}
-			if frac == scale {
-				if c != 0 {
-					precise = true
-				}
+		if digits >= 0 {
+			if digits++; digits > scale {
+				precise = precise || c != '0'
 				continue
 			}
-			if v > (limit-uint64(c))/10 {
-				return 0, ErrDecimalRange
-			}
-			v = v*10 + uint64(c)
 			frac++
 		}
-		if precise {
-			return 0, ErrDecimalPrecision
+		d := uint64(c - '0')
+		if v > (limit-d)/10 {
+			over = true
+			continue
 		}
+		v = v*10 + d
 	}
-	if digits == 0 {
-		return 0, ErrDecimalSyntax // ".5" and "."
+	if precise {
+		return 0, ErrDecimalPrecision
 	}
-	for ; frac < scale; frac++ {
+	for ; frac < scale && !over; frac++ {
 		if v > limit/10 {
-			return 0, ErrDecimalRange
+			over = true
 		}
 		v *= 10
 	}
+	if over {
+		return 0, ErrDecimalRange
+	}
 	return int64(v), nil
+}
+
+// wellFormed reports whether s is digits, optionally followed by a point
+// and more digits ("1", "1.5"; not ".5", "1.", "-1", "1e5", " 1").
+func wellFormed(s []byte) bool {
+	i := 0
+	for i < len(s) && s[i]-'0' <= 9 {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != '.' || i+1 == len(s) {
+		return false
+	}
+	for i++; i < len(s); i++ {
+		if s[i]-'0' > 9 {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendFixed appends v (in 10^-scale units) with exactly scale decimals:

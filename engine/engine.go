@@ -308,8 +308,8 @@ func (e *Engine) place(c *Cmd) Reject {
 	if !ok {
 		return RejectOverflow
 	}
-	if c.Type == Market && limit == 0 {
-		res = 0
+	if c.Side == Buy && limit == 0 {
+		res = 0 // a market buy facing an empty book has no price to reserve at; it expires
 	}
 	if !e.reserve(c, c.User, coin, res) {
 		return RejectInsufficientBalance

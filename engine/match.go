@@ -27,6 +27,8 @@ func protection(s *MarketSpec, sd Side, ref Price) Price {
 
 // fillable reports whether o could be filled entirely now (FOK). Resting
 // orders of o's own user do not count: they would be expired, not traded.
+// It visits orders exactly as match would, under the same bound, so a FOK
+// that match could not finish within MaxFillsPerOrder steps is not fillable.
 func (e *Engine) fillable(m *market, opp *side, o *order) bool {
 	need := o.qty
 	n := 0
@@ -37,11 +39,11 @@ func (e *Engine) fillable(m *market, opp *side, o *order) bool {
 		}
 		for h := lv.head; h != 0; h = e.pool.get(h).next {
 			r := e.pool.get(h)
-			if r.user == o.user {
-				continue
-			}
 			if n++; n > MaxFillsPerOrder {
 				return false
+			}
+			if r.user == o.user {
+				continue
 			}
 			if need -= r.qty - r.filled; need <= 0 {
 				return true
