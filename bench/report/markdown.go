@@ -2,6 +2,7 @@ package report
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // Table is a Markdown table.
@@ -18,12 +19,12 @@ func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
 func (t *Table) String() string {
 	w := make([]int, len(t.Header))
 	for i, h := range t.Header {
-		w[i] = max(3, len(h))
+		w[i] = max(3, utf8.RuneCountInString(h))
 	}
 	for _, r := range t.Rows {
 		for i := range w {
 			if i < len(r) {
-				w[i] = max(w[i], len(escape(r[i])))
+				w[i] = max(w[i], utf8.RuneCountInString(escape(r[i])))
 			}
 		}
 	}
@@ -37,9 +38,9 @@ func (t *Table) String() string {
 			}
 			b.WriteString(" ")
 			if i < len(t.Right) && t.Right[i] {
-				b.WriteString(strings.Repeat(" ", w[i]-len(c)) + c)
+				b.WriteString(strings.Repeat(" ", w[i]-utf8.RuneCountInString(c)) + c)
 			} else {
-				b.WriteString(c + strings.Repeat(" ", w[i]-len(c)))
+				b.WriteString(c + strings.Repeat(" ", w[i]-utf8.RuneCountInString(c)))
 			}
 			b.WriteString(" |")
 		}

@@ -14,3 +14,12 @@ func TestTable(t *testing.T) {
 		t.Errorf("Table:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestTableRunes(t *testing.T) {
+	tb := &Table{Header: []string{"gap"}}
+	tb.Add("200µs")
+	want := "| gap   |\n| ----- |\n| 200µs |\n"
+	if got := tb.String(); got != want {
+		t.Errorf("Table:\n%s\nwant:\n%s", got, want)
+	}
+}

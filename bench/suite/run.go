@@ -37,8 +37,9 @@ type Options struct {
 	Populate int // resting orders per market before the steps
 	Search   Search
 
-	BenchTime    string        // go test -benchtime ("" = default)
-	BenchTimeout time.Duration // per go test run
+	BenchTime        string        // go test -benchtime for engine and edge ("" = default)
+	JournalBenchTime string        // go test -benchtime for the journal ("" = default)
+	BenchTimeout     time.Duration // per go test run
 
 	SkipEngine, SkipJournal, SkipEdge, SkipREST, SkipBare bool
 
@@ -90,10 +91,10 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	fmt.Fprintf(pr, "bench: writing %s (commit %.12s, %d cores, load %s)\n", r.Dir, r.Commit, r.Machine.Cores, r.Machine.LoadAvg)
 
 	goEnv := []string{"GOFLAGS=-buildvcs=false"}
-	goBench := func(name, pkg, pattern string) *GoRun {
+	goBench := func(name, pkg, pattern, benchtime string) *GoRun {
 		args := []string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}
-		if o.BenchTime != "" {
-			args = append(args, "-benchtime", o.BenchTime)
+		if benchtime != "" {
+			args = append(args, "-benchtime", benchtime)
 		}
 		args = append(args, "-timeout", o.BenchTimeout.String(), pkg)
 		g := &GoRun{Command: "go " + shellJoin(args), RawFile: name + "-bench.txt"}
@@ -112,13 +113,13 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		return g
 	}
 	if !o.SkipEngine {
-		r.Engine = goBench("engine", "./engine/", "Mixed")
+		r.Engine = goBench("engine", "./engine/", "Mixed", o.BenchTime)
 	}
 	if !o.SkipJournal {
-		r.Journal = goBench("journal", "./journal/", ".")
+		r.Journal = goBench("journal", "./journal/", ".", o.JournalBenchTime)
 	}
 	if !o.SkipEdge {
-		r.Edge = goBench("edge", "./edge/", ".")
+		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime)
 	}
 	if !o.SkipREST {
 		if err := runREST(r); err != nil {

@@ -26,6 +26,7 @@ type Search struct {
 	Factor   float64       // multiply the rate by this while steps pass
 	Max      float64       // never offer more than this
 	Refine   int           // bisection steps between the last pass and the first failure
+	Retry    bool          // run a failed step once more (both are reported); the retry decides
 	Duration time.Duration // per step
 	HalfDur  time.Duration // the half-saturation step's length
 	Pause    time.Duration // between steps, for the target to drain
@@ -67,12 +68,22 @@ func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duratio
 		time.Sleep(s.Pause)
 		return &sw.Steps[len(sw.Steps)-1]
 	}
+	// try runs a step and, if it fails and retries are on, once more: on
+	// a machine shared with other work one disturbed step should not set
+	// the saturation point. Both runs stay in the report.
+	try := func(rate float64, dur time.Duration, role string) *StepResult {
+		r := run(rate, dur, role)
+		if !r.Pass && s.Retry {
+			r = run(rate, dur, role+" retry")
+		}
+		return r
+	}
 	// Steps are appended to sw.Steps, so keep indexes, not pointers, until the end.
 	pass, fail := -1.0, -1.0
 	passIdx := -1
 	rate := s.Start
 	for {
-		r := run(rate, s.Duration, "search")
+		r := try(rate, s.Duration, "search")
 		if r.Pass {
 			pass, passIdx = rate, len(sw.Steps)-1
 			if rate >= s.Max {
@@ -91,7 +102,7 @@ func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duratio
 	}
 	for i := 0; i < s.Refine && pass > 0 && fail > 0 && fail-pass > 0.04*pass; i++ {
 		mid := math.Round((pass + fail) / 2)
-		if r := run(mid, s.Duration, "refine"); r.Pass {
+		if r := try(mid, s.Duration, "refine"); r.Pass {
 			pass, passIdx = mid, len(sw.Steps)-1
 		} else {
 			fail = mid

@@ -61,8 +61,12 @@ func writeReport(r *Run) (string, error) {
 		o.Place*100, o.Take*100, (1-o.Place)*100))
 	t.Add("books", fmt.Sprintf("%d resting orders per market placed before the steps", o.Populate))
 	s := o.Search
-	t.Add("rate steps", fmt.Sprintf("from %.0f/s, ×%.2f while passing (max %.0f/s), %d bisection steps, %v each; half-saturation step %v; %v pause between steps; 1 s unrecorded warm-up",
-		s.Start, s.Factor, s.Max, s.Refine, s.Duration, s.HalfDur, s.Pause))
+	retry := "a failing step is accepted at once"
+	if s.Retry {
+		retry = "a failing step is run once more and the second run decides (both shown)"
+	}
+	t.Add("rate steps", fmt.Sprintf("from %.0f/s, ×%.2f while passing (max %.0f/s), %d bisection steps, %v each, %s; half-saturation step %v; %v pause between steps; 1 s unrecorded warm-up",
+		s.Start, s.Factor, s.Max, s.Refine, s.Duration, retry, s.HalfDur, s.Pause))
 	if r.ServerArgs != "" {
 		t.Add("server", "`"+r.ServerArgs+"` (config: ["+r.ConfigFile+"]("+r.ConfigFile+"), rate limits disabled; log: ["+r.ServerLog+"]("+r.ServerLog+"))")
 	}

@@ -41,13 +41,15 @@ func main() {
 	factor := flag.Float64("factor", 1.5, "rate multiplier between passing steps")
 	maxRate := flag.Float64("max-rate", 200000, "highest rate offered")
 	refine := flag.Int("refine", 2, "bisection steps after the first failing rate")
+	retry := flag.Bool("retry", true, "run a failing step once more before accepting the failure (both are reported)")
 	step := flag.Duration("step", 5*time.Second, "length of each rate step")
 	halfStep := flag.Duration("half-step", 10*time.Second, "length of the half-saturation step")
 	pause := flag.Duration("pause", 500*time.Millisecond, "pause between steps")
 	satP99 := flag.Duration("sat-p99", 20*time.Millisecond, "saturation criterion: p99 at most this")
 	satAch := flag.Float64("sat-achieved", 0.95, "saturation criterion: achieved/offered at least this")
 	satErr := flag.Float64("sat-errors", 0.01, "saturation criterion: failed+unsent fraction at most this")
-	benchtime := flag.String("benchtime", "", "go test -benchtime for the engine and journal benchmarks (default: go's)")
+	benchtime := flag.String("benchtime", "", "go test -benchtime for the engine and edge benchmarks (default: go's)")
+	journalBenchtime := flag.String("journal-benchtime", "", "go test -benchtime for the journal benchmarks (default: go's)")
 	benchTimeout := flag.Duration("bench-timeout", 4*time.Minute, "timeout of each go test run")
 	skipEngine := flag.Bool("skip-engine", false, "skip the engine benchmark")
 	skipJournal := flag.Bool("skip-journal", false, "skip the journal benchmarks")
@@ -78,10 +80,12 @@ func main() {
 	quickDefault("populate", func() { *populate = 100 })
 	quickDefault("factor", func() { *factor = 2 })
 	quickDefault("refine", func() { *refine = 0 })
+	quickDefault("retry", func() { *retry = false })
 	quickDefault("step", func() { *step = time.Second })
 	quickDefault("half-step", func() { *halfStep = 2 * time.Second })
 	quickDefault("pause", func() { *pause = 200 * time.Millisecond })
 	quickDefault("benchtime", func() { *benchtime = "100ms" })
+	quickDefault("journal-benchtime", func() { *journalBenchtime = "1x" })
 	quickDefault("bench-timeout", func() { *benchTimeout = time.Minute })
 
 	ms, err := load.SelectMarkets(load.DefaultMarkets(), *markets)
@@ -108,10 +112,10 @@ func main() {
 		Command: strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
 		Quick:   *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
 		Place: *place, Take: *take, Populate: *populate,
-		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine,
+		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine, Retry: *retry,
 			Duration: *step, HalfDur: *halfStep, Pause: *pause,
 			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
-		BenchTime: *benchtime, BenchTimeout: *benchTimeout,
+		BenchTime: *benchtime, JournalBenchTime: *journalBenchtime, BenchTimeout: *benchTimeout,
 		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
 		Progress: os.Stderr,
 	}
