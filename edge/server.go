@@ -55,6 +55,7 @@ type Server struct {
 	routes       map[string]*route
 	adminRoutes  map[string]*route
 	coinsBody    []byte
+	seeds        *seedFile
 	maxUID       atomic.Int64 // highest uid registered (admin uid allocation)
 	logf         func(format string, args ...any)
 
@@ -113,6 +114,18 @@ func Open(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
+	sf, seeds, err := openSeedFile(o.DataDir)
+	if err != nil {
+		node.Close()
+		return nil, err
+	}
+	s.seeds = sf
+	for uid, seed := range seeds { // admin-created users restored from a snapshot
+		if idx, ok := node.Accounts().Lookup(uid); ok {
+			key, secret, pass := deriveCreds(seed)
+			s.keys.add(newCred(uid, idx, key, secret, pass, 0))
+		}
+	}
 	if err := s.bootstrap(fresh); err != nil {
 		node.Close()
 		return nil, err
@@ -314,7 +327,9 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 		s.admin.ShutdownWithContext(ctx)
 		s.serveWG.Wait()
 	}
-	return s.node.Close()
+	err := s.node.Close()
+	s.seeds.close()
+	return err
 }
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }

@@ -341,8 +341,14 @@ func TestRestart(t *testing.T) {
 	s.post(&userB, "/api/v3/order", placeBody("BTCUSDT", "BUY", "LIMIT", "0.5", "30000", ""), nil)
 	s.post(&userB, "/api/v3/order", placeBody("ETHUSDT", "BUY", "LIMIT", "3", "2000.5", `,"newClientOrderId":"keep-me"`), nil)
 	s.ok(req{method: "POST", path: "/admin/v1/deposit", body: `{"uid":10002,"coin":"ETH","amount":"1.25"}`, admin: true}, nil)
-	var nu struct{ UID int64 }
+	var nu struct {
+		UID                           int64
+		APIKey, SecretKey, Passphrase string
+	}
 	s.ok(req{method: "POST", path: "/admin/v1/users", body: `{"uid":777}`, admin: true}, &nu)
+	admUser := user{nu.UID, nu.APIKey, nu.SecretKey, nu.Passphrase}
+	s.ok(req{method: "POST", path: "/admin/v1/deposit", body: `{"uid":777,"coin":"USDT","amount":"10"}`, admin: true}, nil)
+	s.post(&admUser, "/api/v3/order", placeBody("BTCUSDT", "BUY", "LIMIT", "0.0001", "1000", ""), nil)
 
 	snapshot := func(s *server) map[string]string {
 		m := map[string]string{"hash": s.stateHash()}
@@ -369,8 +375,12 @@ func TestRestart(t *testing.T) {
 			t.Errorf("%s after restart:\n got %s\nwant %s", k, after[k], v)
 		}
 	}
-	// the admin-created user keeps working; deposits are not credited twice.
-	s2.ok(req{method: "GET", path: "/admin/v1/balances?uid=777", admin: true}, nil)
+	// the admin-created user keeps its credentials and orders.
+	var open []order
+	s2.get(&admUser, "/api/v3/openOrders", &open)
+	if len(open) != 1 {
+		t.Errorf("admin-created user's orders after restart: %+v", open)
+	}
 	var o order
 	s2.get(&userB, "/api/v3/order?symbol=ETHUSDT&origClientOrderId=keep-me", &o)
 	if o.Price != "2000.50" || o.Status != "NEW" {
