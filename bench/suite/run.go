@@ -153,6 +153,18 @@ func runREST(r *Run) error {
 	}
 	defer os.RemoveAll(dataDir)
 	r.DataFS = report.FSType(dataDir)
+	probes := 200
+	if o.Quick {
+		probes = 50
+	}
+	probe := func(when string) {
+		if s, err := FsyncProbe(dataDir, probes); err == nil {
+			fmt.Fprintf(pr, "bench: fsync probe %s: %s\n", when, s)
+			r.Setup = append(r.Setup, "fsync probe "+when+": "+s)
+		}
+	}
+	probe("before the sweep")
+	defer probe("after the sweep")
 	token := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	cfg, err := ServerConfig(o.Markets, token)
 	if err != nil {
