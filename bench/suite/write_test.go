@@ -1,0 +1,59 @@
+package suite
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weexcore/exchange/bench/load"
+	"github.com/weexcore/exchange/bench/report"
+)
+
+func fakeStep(rate float64, lat time.Duration, pass bool, role string) StepResult {
+	r := &load.Result{Rate: rate, Duration: time.Second, Elapsed: time.Second, Scheduled: int64(rate), Sent: int64(rate), OK: int64(rate),
+		Ops: map[string]int64{load.OpPlace: int64(rate)}, Errors: map[string]*load.ErrorKind{}, Hist: load.NewHistogram(), Pacer: load.NewHistogram()}
+	for i := 0; i < int(rate); i++ {
+		r.Hist.RecordValue(lat.Microseconds())
+	}
+	if !pass {
+		r.Failed = 10
+		r.Errors["place HTTP 503 code -1054"] = &load.ErrorKind{Count: 10, Sample: `{"code":-1054,"msg":"busy"}`}
+	}
+	return StepResult{Result: r, Role: role, Pass: pass}
+}
+
+func TestWriteReport(t *testing.T) {
+	dir := t.TempDir()
+	rest := &Sweep{Name: "rest", Steps: []StepResult{
+		fakeStep(1000, time.Millisecond, true, "search"), fakeStep(2000, 50*time.Millisecond, false, "search"), fakeStep(500, time.Millisecond, true, "half-saturation")}}
+	rest.Saturation, rest.Half = &rest.Steps[0], &rest.Steps[2]
+	bare := &Sweep{Name: "bare", Steps: []StepResult{fakeStep(1000, 100*time.Microsecond, true, "search")}, Capped: true}
+	bare.Saturation = &bare.Steps[0]
+	engine := &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader("BenchmarkMixed-2 100 250 ns/op 0 allocs/op\n"))}
+	r := &Run{Opts: Options{Command: "benchrun", Markets: load.DefaultMarkets()[:2], Search: Search{Criteria: load.Criteria{MinAchieved: 0.95, MaxP99: 20 * time.Millisecond}}},
+		Started: time.Now(), Finished: time.Now(), Dir: dir, Engine: engine, REST: rest, Bare: bare, BareErr: ""}
+	path, err := writeReport(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{
+		"REST / bare throughput", " 100% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
+		"search (**saturation**)", "place HTTP 503 code -1054", "rest-02-2000.hgrm", "latency.svg", "engine Mixed: per command (ns/op)", "4000000 cmds/s",
+		"journal) and replay", "Skipped.",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	for _, f := range []string{"latency.svg", "latency-rest.svg", "latency-bare.svg", "rest-01-1000.hgrm", "bare-01-1000.hgrm"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+}
