@@ -3,10 +3,12 @@ package engine_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/engine/enginetest"
@@ -185,6 +187,12 @@ func FuzzEngine(f *testing.F) {
 	f.Add([]byte("\x00\x10\x10\x45\x00\x10\x10\x45\x01\x20\xf0\x3f\x0a\x10\x00\x00\x08\x20\x00\x3f\x0c\x10\x00\x00"))
 	f.Add([]byte("\x30\x11\x00\x01\x31\x21\x00\x01\x09\x31\x00\x3f\x0f\x00\x3e\x7f\x0e\x10\x01\xff\x0d\x10\x02\x80"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Go's fuzzer has no per-input time limit: a hang would stall it
+		// silently. Crash instead, so the input is saved as a crasher.
+		watchdog := time.AfterFunc(20*time.Second, func() {
+			panic(fmt.Sprintf("FuzzEngine: one input ran for 20s (a hang?): %x", data))
+		})
+		defer watchdog.Stop()
 		h := newHarness(t, 2)
 		users := []int64{enginetest.FeeUID, 10, 11, 12}
 		for i, uid := range users {
@@ -193,7 +201,7 @@ func FuzzEngine(f *testing.F) {
 				h.step(engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c, Amount: 1 << 40})
 			}
 		}
-		for i := 0; i+4 <= len(data) && i < 4*300; i += 4 {
+		for i := 0; i+4 <= len(data) && i < 4*128; i += 4 {
 			c := decodeCmd(data[i:i+4], users, h.ref)
 			if !h.step(c) {
 				t.FailNow()
