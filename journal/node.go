@@ -35,6 +35,9 @@ type impl struct {
 	shards  []*shard // market shards then the ledger
 	engines []*engine.Engine
 	fresh   bool
+	// replayed commands and the time recover took (snapshot load + replay)
+	replayed  int
+	replayDur time.Duration
 	snapNo  uint64 // number of the newest snapshot (coordinator only)
 
 	closed     atomic.Bool  // Submit refuses once set
@@ -195,6 +198,10 @@ func (x *impl) start() error {
 
 // Fresh reports whether Open created the data directory's journal.
 func (n *Node) Fresh() bool { return n.fresh }
+
+// Replayed returns how many journaled commands Open replayed and how long
+// loading the snapshot and replaying took.
+func (n *Node) Replayed() (int, time.Duration) { return n.replayed, n.replayDur }
 
 // Shards returns the number of market shards (the ledger shard is one more).
 func (n *Node) Shards() int { return n.nMarket }
@@ -414,6 +421,13 @@ func (x *impl) closeDB() error {
 	defer x.dbMu.Unlock()
 	if x.db == nil {
 		return nil
+	}
+	if !x.opt.ReadOnly {
+		// Flush the memtable so the next Open (or audit) need not replay
+		// up to 64 MB of WAL before it can replay the journal.
+		if err := x.db.Flush(); err != nil {
+			x.logf("journal: flush at close: %v", err)
+		}
 	}
 	err := x.db.Close()
 	x.db = nil

@@ -49,6 +49,7 @@ func (x *impl) recover() error {
 		s.applying.Store(s.seq)
 		s.flushed.Store(s.seq)
 	}
+	x.replayed, x.replayDur = total, time.Since(t0)
 	if total > 0 || !x.fresh {
 		x.logf("journal: replayed %d commands on %d shards in %v", total, len(x.shards), time.Since(t0).Round(time.Millisecond))
 	}
