@@ -38,7 +38,7 @@ type impl struct {
 	// replayed commands and the time recover took (snapshot load + replay)
 	replayed  int
 	replayDur time.Duration
-	snapNo  uint64 // number of the newest snapshot (coordinator only)
+	snapNo    uint64 // number of the newest snapshot (coordinator only)
 
 	closed     atomic.Bool  // Submit refuses once set
 	submitters atomic.Int64 // Submits between their closed check and their push
