@@ -42,7 +42,7 @@ func (s *Server) restRoutes() map[string]*route {
 		"/api/v3/market/ticker/bookTicker": {get: pub(2, handleBookTicker)},
 		"/api/v3/market/ticker/24hr":       {get: pub(5, handleTicker24h)},
 		"/capi/v3/market/exchangeInfo":     {get: pub(5, handleContractInfo)},
-		"/api/v3/order/batch":              {post: sig(10, 50, handleBatch)},
+		"/api/v3/order/batch":              {post: sig(10, 50, handleBatch), del: sig(5, 10, handleCancelBatch)},
 		"/api/v3/order":                    {post: sig(2, 5, handlePlace), get: sig(2, 2, handleGetOrder), del: sig(2, 2, handleCancel)},
 		"/api/v3/openOrders":               {get: sig(3, 3, handleOpenOrders), del: sig(3, 5, handleCancelAll)},
 		"/api/v3/allOrders":                {get: sig(10, 10, handleAllOrders)},

@@ -561,3 +561,149 @@ func handleCancelAll(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	st.buf = append(b, ']')
 	return nil
 }
+
+// handleCancelBatch: DELETE /api/v3/order/batch {"symbol"?, "orderIds":[..]
+// | "origClientOrderIds":[..]} (ccxt cancelOrders; at most 10). Answers
+// {"orderList":[...]}: the cancelled order records, or {"orderId" |
+// "origClientOrderId", "errorCode", "errorMsg"} for ids that failed.
+func handleCancelBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	d := &st.sc
+	d.reset(ctx.Request.Body())
+	var sym []byte
+	var ids [maxBatch]int64
+	var cids [maxBatch][]byte
+	nIDs, nCIDs, hasSym := 0, 0, false
+	var bad *apiError
+	setBad := func(e *apiError) {
+		if bad == nil {
+			bad = e
+		}
+	}
+	if d.objectStart() {
+		for d.nextKey() {
+			switch string(d.key) {
+			case "symbol":
+				v, ok := d.str()
+				sym, hasSym = v, ok
+			case "orderIds", "origClientOrderIds":
+				isID := string(d.key) == "orderIds"
+				if d.kind() != '[' {
+					setBad(newErr(400, codeParam, "orderIds and origClientOrderIds must be arrays"))
+					d.skip()
+					continue
+				}
+				d.arrayStart()
+				for d.nextElem() {
+					if nIDs+nCIDs == maxBatch {
+						setBad(newErr(400, codeParam, "at most 10 orders per request"))
+						d.skip()
+						continue
+					}
+					switch k := d.kind(); {
+					case isID && (k == 'n' || k == 's'):
+						var raw []byte
+						if k == 'n' {
+							raw, _ = d.number()
+						} else {
+							raw, _ = d.str()
+						}
+						id, ok := parseInt(raw)
+						if !ok || id <= 0 {
+							setBad(newErr(400, codeParam, "orderIds must be positive integers"))
+						}
+						ids[nIDs] = id
+						nIDs++
+					case !isID && k == 's':
+						cids[nCIDs], _ = d.str()
+						nCIDs++
+					default:
+						setBad(newErr(400, codeParam, "bad element in "+string(d.key)))
+						d.skip()
+					}
+				}
+			default:
+				setBad(newErr(400, codeParam, fmt.Sprintf("unknown parameter %q", d.key)))
+				d.skip()
+			}
+		}
+	}
+	if !d.end() {
+		return errJSON
+	}
+	if bad != nil {
+		return bad
+	}
+	var m *market
+	if hasSym {
+		if m = s.bySymbol[string(sym)]; m == nil {
+			return errSymbolInvalid
+		}
+	}
+	if nIDs+nCIDs == 0 {
+		return newErr(400, codeParamMissing, "orderIds or origClientOrderIds is required")
+	}
+	n := nIDs + nCIDs
+	var mk [maxBatch]*market
+	for i := 0; i < n; i++ {
+		st.reqs[i] = nil
+		r := journal.AcquireRequest()
+		r.Cmd = engine.Cmd{Kind: engine.CmdCancel, User: c.user, UID: c.uid}
+		if i < nIDs {
+			r.Cmd.OrderID = ids[i]
+			mid := int(ids[i] & (engine.MaxMarkets - 1))
+			if mid < len(s.markets) && (m == nil || m == s.markets[mid]) {
+				mk[i] = s.markets[mid]
+			}
+		} else {
+			cid := cids[i-nIDs]
+			mk[i] = m
+			if !r.Cmd.Text.Set(cid) || len(cid) == 0 {
+				mk[i] = nil
+			} else if m == nil {
+				for _, x := range s.markets {
+					if v, ok, _ := s.node.Order(c.user, c.uid, x.spec.ID, 0, cid, s.deadline()); ok && v.Status.Working() {
+						mk[i] = x
+						break
+					}
+				}
+			}
+		}
+		if mk[i] == nil {
+			journal.ReleaseRequest(r)
+			continue
+		}
+		r.Cmd.Market = mk[i].spec.ID
+		if s.submit(r) != nil {
+			journal.ReleaseRequest(r)
+			continue
+		}
+		st.reqs[i] = r
+	}
+	b := append(st.buf, `{"orderList":[`...)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		r := st.reqs[i]
+		if r != nil && s.wait(r) != nil {
+			r = nil
+		}
+		if r != nil && r.Out.Reject == engine.OK && r.Out.HasOrder {
+			b = appendOrder(b, mk[i], &r.Out.Order)
+		} else {
+			if i < nIDs {
+				b = append(b, `{"orderId":`...)
+				b = appendInt(b, ids[i])
+			} else {
+				b = append(b, `{"origClientOrderId":`...)
+				b = appendString(b, cids[i-nIDs])
+			}
+			b = append(b, `,"errorCode":"ORDER_NOT_FOUND","errorMsg":"order does not exist or is not working"}`...)
+		}
+		if r != nil {
+			journal.ReleaseRequest(r)
+		}
+	}
+	st.buf = append(b, "]}"...)
+	return nil
+}

@@ -171,6 +171,14 @@ func badCases() []badCase {
 		{"element unknown field", post("/api/v3/order/batch", batch1(`{"side":"BUY","type":"LIMIT","timeInForce":"GTC","quantity":"0.01","price":"100","symbol":"BTCUSDT"}`)), 200, 0, "INVALID_PARAMETER"},
 		{"element bad client id", post("/api/v3/order/batch", batch1(`{"side":"BUY","type":"LIMIT","timeInForce":"GTC","quantity":"0.01","price":"100","newClientOrderId":"a*b"}`)), 200, 0, "INVALID_CLIENT_ORDER_ID"},
 
+		// DELETE /api/v3/order/batch
+		{"cancel batch malformed", req{method: "DELETE", path: "/api/v3/order/batch", body: `{"orderIds":[1,}`, u: a}, 400, -1135, ""},
+		{"cancel batch empty", req{method: "DELETE", path: "/api/v3/order/batch", body: `{"orderIds":[]}`, u: a}, 400, -1141, ""},
+		{"cancel batch of 11", req{method: "DELETE", path: "/api/v3/order/batch", body: `{"orderIds":[1,2,3,4,5,6,7,8,9,10,11]}`, u: a}, 400, -1140, ""},
+		{"cancel batch bad id", req{method: "DELETE", path: "/api/v3/order/batch", body: `{"orderIds":["x"]}`, u: a}, 400, -1140, ""},
+		{"cancel batch unknown key", req{method: "DELETE", path: "/api/v3/order/batch", body: `{"ids":[1]}`, u: a}, 400, -1140, ""},
+		{"cancel batch unknown symbol", req{method: "DELETE", path: "/api/v3/order/batch", body: `{"symbol":"NOPE","orderIds":[1]}`, u: a}, 400, -1121, ""},
+
 		// queries
 		{"allOrders without symbol", get("/api/v3/allOrders"), 400, -1141, ""},
 		{"allOrders unknown symbol", get("/api/v3/allOrders?symbol=NOPE"), 400, -1121, ""},

@@ -209,6 +209,16 @@ func TestEndpoints(t *testing.T) {
 	if len(open) != 0 {
 		t.Errorf("open after cancel all: got %+v", open)
 	}
+	var p1, p2 order
+	s.post(&userA, "/api/v3/order", placeBody("ETHUSDT", "BUY", "LIMIT", "1", "900", `,"newClientOrderId":"e-1"`), &p1)
+	s.post(&userA, "/api/v3/order", placeBody("BTCUSDT", "BUY", "LIMIT", "0.01", "900", ""), &p2)
+	var cb struct{ OrderList []map[string]any }
+	body := fmt.Sprintf(`{"orderIds":[%d,"999999999"],"origClientOrderIds":["e-1"]}`, p2.OrderID)
+	s.ok(req{method: "DELETE", path: "/api/v3/order/batch", body: body, u: &userA}, &cb)
+	if len(cb.OrderList) != 3 || cb.OrderList[0]["status"] != "CANCELED" || cb.OrderList[1]["errorCode"] != "ORDER_NOT_FOUND" ||
+		cb.OrderList[2]["status"] != "CANCELED" || cb.OrderList[2]["symbol"] != "ETHUSDT" {
+		t.Errorf("DELETE order/batch: got %+v", cb)
+	}
 
 	// admin API
 	var nu struct {

@@ -101,6 +101,15 @@ const near = (a, b) => Math.abs(a - b) < 1e-9;
     }
     const ca = await ex.cancelAllOrders('BTC/USDT');
     check(ca.length === 2 && ca.every(o => o.status === 'canceled'), 'cancelAllOrders', ca);
+    const o3 = await ex.createOrder('BTC/USDT', 'limit', 'buy', 0.01, 28000);
+    const o4 = await ex.createOrder('BTC/USDT', 'limit', 'sell', 0.01, 40000);
+    const cs = await ex.cancelOrders([o3.id, o4.id], 'BTC/USDT');
+    check(cs.length === 2 && cs[0].id === o3.id && cs[1].id === o4.id && cs.every(o => o.status === 'canceled'), 'cancelOrders', cs);
+    const o5 = await ex.createOrder('BTC/USDT', 'limit', 'buy', 0.01, 28000, { clientOrderId: 'cancel-me' });
+    const cc = await ex.cancelOrders(undefined, undefined, { clientOrderIds: ['cancel-me'] });
+    check(cc.length === 1 && cc[0].id === o5.id, 'cancelOrders by clientOrderIds', cc);
+    const left = await ex.fetchOpenOrders();
+    check(left.length === 0, 'no open orders left', left);
 
     const bad = new ccxt.weex({ apiKey, secret: 'wrong', password, urls: ex.urls });
     bad.markets = ex.markets; bad.marketsById = ex.marketsById; bad.symbols = ex.symbols; bad.currencies = ex.currencies;
