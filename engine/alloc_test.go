@@ -1,0 +1,257 @@
+package engine_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/engine/enginetest"
+)
+
+// bench is a one-shard engine over the standard world with funded users,
+// applying commands and flushing after each, as the shard loop does.
+type bench struct {
+	cl    *enginetest.Cluster
+	e     *engine.Engine
+	out   engine.Out
+	seq   uint64
+	users int
+}
+
+func newBench(tb testing.TB, users int) *bench {
+	bn := &bench{cl: enginetest.NewCluster(1), users: users}
+	bn.e = bn.cl.Engines[0]
+	for i := 0; i < users; i++ {
+		uid := int64(enginetest.FeeUID + i)
+		bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdAddUser, UID: uid})
+		for c := engine.CoinID(0); c < 3; c++ {
+			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c, Amount: 1 << 52})
+		}
+	}
+	return bn
+}
+
+func (bn *bench) apply(e *engine.Engine, c engine.Cmd) {
+	bn.seq++
+	e.Apply(&c, bn.seq, int64(bn.seq), &bn.out)
+	e.Flush()
+}
+
+func (bn *bench) user(i int) (engine.UserIdx, int64) {
+	i %= bn.users
+	return engine.UserIdx(i), int64(enginetest.FeeUID + i)
+}
+
+func (bn *bench) limit(u int, side engine.Side, tif engine.TIF, p engine.Price, q engine.Qty) engine.Cmd {
+	ui, uid := bn.user(u)
+	return engine.Cmd{Kind: engine.CmdPlace, User: ui, UID: uid, Market: 0, Side: side, Type: engine.Limit, TIF: tif, Price: p, Qty: q}
+}
+
+// TestAllocsHotPath: in steady state, placing a resting order, cancelling
+// it, and placing an order that trades (maker filled and removed) allocate
+// nothing (DESIGN.md: no allocation on the hot path).
+func TestAllocsHotPath(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	bn := newBench(t, 64)
+	const mid = 3_000_000
+	// a book of a few hundred orders on both sides
+	for i := 0; i < 400; i++ {
+		bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, mid-1-engine.Price(i%50), 10+engine.Qty(i%7)))
+		bn.apply(bn.e, bn.limit(i+1, engine.Sell, engine.GTC, mid+1+engine.Price(i%50), 10+engine.Qty(i%7)))
+	}
+	k := 0
+	cycle := func() {
+		k++
+		// resting, then cancelled by id
+		bn.apply(bn.e, bn.limit(k, engine.Buy, engine.GTC, mid-3, 10))
+		id := bn.out.Order.OrderID
+		ui, uid := bn.user(k)
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: id})
+		if bn.out.Reject != engine.OK {
+			t.Fatalf("cancel %d: got %v, want OK", id, bn.out.Reject)
+		}
+		// a new level at the touch, taken entirely by a crossing IOC
+		bn.apply(bn.e, bn.limit(k, engine.Buy, engine.GTC, mid, 20))
+		bn.apply(bn.e, bn.limit(k+1, engine.Sell, engine.IOC, mid, 20))
+		if len(bn.out.Trades) != 1 {
+			t.Fatalf("crossing IOC: got %d trades, want 1", len(bn.out.Trades))
+		}
+		// a crossing order that trades and rests its remainder, then is cancelled
+		bn.apply(bn.e, bn.limit(k+2, engine.Buy, engine.GTC, mid, 10))
+		bn.apply(bn.e, bn.limit(k+3, engine.Sell, engine.GTC, mid, 15))
+		id = bn.out.Order.OrderID
+		ui, uid = bn.user(k + 3)
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: id})
+		if bn.out.Reject != engine.OK {
+			t.Fatalf("cancel %d: got %v, want OK", id, bn.out.Reject)
+		}
+	}
+	for i := 0; i < 2000; i++ { // warm-up: every buffer reaches its size
+		cycle()
+	}
+	if n := testing.AllocsPerRun(2000, cycle); n != 0 {
+		t.Errorf("hot path (7 commands: place resting, cancel, place, IOC taking it, place, crossing place resting, cancel): got %v allocs per cycle, want 0", n)
+	}
+}
+
+// xorshift is a tiny PRNG that does not allocate or lock.
+type xorshift uint64
+
+func (x *xorshift) next() uint64 {
+	*x ^= *x << 13
+	*x ^= *x >> 7
+	*x ^= *x << 17
+	return uint64(*x)
+}
+
+// mixed drives a realistic stream over a book of about `book` resting
+// orders: about 60% limit orders near the touch (some crossing), 10%
+// crossing IOC or market orders, 30% cancels of resting orders.
+type mixed struct {
+	bn  *bench
+	rnd xorshift
+	ids []int64 // resting order ids (some may have been filled since)
+	own []int
+	n   int
+}
+
+const benchMid = 3_000_000
+
+func newMixed(tb testing.TB, book int) *mixed {
+	mx := &mixed{bn: newBench(tb, 1000), rnd: 88172645463325252}
+	for mx.bn.e.WorkingOrders() < book {
+		u := int(mx.rnd.next() % 1000)
+		off := engine.Price(1 + mx.rnd.next()%200)
+		if mx.rnd.next()&1 == 0 {
+			mx.bn.apply(mx.bn.e, mx.bn.limit(u, engine.Buy, engine.GTC, benchMid-off, engine.Qty(10+mx.rnd.next()%90)))
+		} else {
+			mx.bn.apply(mx.bn.e, mx.bn.limit(u, engine.Sell, engine.GTC, benchMid+off, engine.Qty(10+mx.rnd.next()%90)))
+		}
+		mx.ids = append(mx.ids, mx.bn.out.Order.OrderID)
+		mx.own = append(mx.own, u)
+	}
+	return mx
+}
+
+func (mx *mixed) step() {
+	bn := mx.bn
+	r := mx.rnd.next()
+	u := int(r>>32) % 1000
+	switch k := r % 100; {
+	case k < 60: // limit near the touch; about one in eight crosses
+		off := engine.Price(r>>8%64) - 8
+		if r&(1<<20) == 0 {
+			bn.apply(bn.e, bn.limit(u, engine.Buy, engine.GTC, benchMid-off, engine.Qty(10+r>>40%90)))
+		} else {
+			bn.apply(bn.e, bn.limit(u, engine.Sell, engine.GTC, benchMid+off, engine.Qty(10+r>>40%90)))
+		}
+		if bn.out.Order.Status.Working() {
+			if len(mx.ids) < cap(mx.ids) {
+				mx.ids = append(mx.ids, bn.out.Order.OrderID)
+				mx.own = append(mx.own, u)
+			} else { // full: replace a random one (it stays in the book)
+				i := int(r>>24) % len(mx.ids)
+				mx.ids[i], mx.own[i] = bn.out.Order.OrderID, u
+			}
+		}
+	case k < 70: // crossing IOC or market
+		side := engine.Side(1 + r>>16&1)
+		if k < 65 {
+			p := engine.Price(benchMid + 40)
+			if side == engine.Sell {
+				p = benchMid - 40
+			}
+			bn.apply(bn.e, bn.limit(u, side, engine.IOC, p, engine.Qty(10+r>>40%200)))
+		} else {
+			ui, uid := bn.user(u)
+			bn.apply(bn.e, engine.Cmd{Kind: engine.CmdPlace, User: ui, UID: uid, Market: 0, Side: side, Type: engine.Market, Qty: engine.Qty(10 + r>>40%200)})
+		}
+	default: // cancel a resting order (or one filled since: not found)
+		if len(mx.ids) == 0 {
+			return
+		}
+		i := int(r>>24) % len(mx.ids)
+		ui, uid := bn.user(mx.own[i])
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: mx.ids[i]})
+		last := len(mx.ids) - 1
+		mx.ids[i], mx.own[i] = mx.ids[last], mx.own[last]
+		mx.ids, mx.own = mx.ids[:last], mx.own[:last]
+	}
+}
+
+// BenchmarkMixed: one command of the mixed stream per op over a book of
+// about 10k resting orders, Apply plus Flush as the shard loop does.
+func BenchmarkMixed(b *testing.B) {
+	mx := newMixed(b, 10_000)
+	mx.ids = append(make([]int64, 0, 1<<16), mx.ids...)
+	mx.own = append(make([]int, 0, 1<<16), mx.own...)
+	for i := 0; i < 200_000; i++ { // warm-up
+		mx.step()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mx.step()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(mx.bn.e.WorkingOrders()), "resting")
+}
+
+// BenchmarkPlaceCancel: a resting order placed and cancelled (two commands
+// per op) next to a 10k-order book.
+func BenchmarkPlaceCancel(b *testing.B) {
+	mx := newMixed(b, 10_000)
+	bn := mx.bn
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-5, 10))
+		ui, uid := bn.user(i)
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: bn.out.Order.OrderID})
+	}
+}
+
+// restingBytes places n non-crossing orders over many users and price
+// levels and returns the heap growth per order.
+func restingBytes(tb testing.TB, n int) float64 {
+	bn := newBench(tb, 1000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		off := engine.Price(1 + i%5000)
+		if i&1 == 0 {
+			bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-off, 10))
+		} else {
+			bn.apply(bn.e, bn.limit(i, engine.Sell, engine.GTC, benchMid+off, 10))
+		}
+	}
+	if got := bn.e.WorkingOrders(); got != n {
+		tb.Fatalf("got %d resting orders, want %d", got, n)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(bn)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// BenchmarkRestingOrderMemory reports heap bytes per resting order with 1M
+// resting orders (target <= 256).
+func BenchmarkRestingOrderMemory(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.ReportMetric(restingBytes(b, 1_000_000), "bytes/order")
+	}
+}
+
+// TestRestingOrderMemory keeps memory per resting order under 256 bytes
+// (200k orders here; the benchmark measures 1M).
+func TestRestingOrderMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("places 200k orders")
+	}
+	if got := restingBytes(t, 200_000); got > 256 {
+		t.Errorf("got %.0f bytes per resting order, want <= 256", got)
+	}
+}
