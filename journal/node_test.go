@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/weexcore/exchange/engine"
 )
@@ -118,4 +120,96 @@ func equalSeqs(a, b []uint64) bool {
 		}
 	}
 	return true
+}
+
+// TestBusyAndTimeout: a full ring refuses at once with ErrBusy; a wait
+// past its deadline returns ErrTimeout, and the late result neither
+// corrupts a reused request nor is lost from the journal.
+func TestBusyAndTimeout(t *testing.T) {
+	o := testOptions(t, t.TempDir())
+	o.RingSize = 8
+	n, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	addUser(t, n, feeUID)
+	u := addUser(t, n, 100)
+	// Hold every shard at a barrier so nothing drains.
+	n.barMu.Lock()
+	b, err := n.stopAll(deadline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []*Request
+	busy := false
+	for i := 0; i < 64 && !busy; i++ {
+		r := AcquireRequest()
+		r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 2, Amount: 1}
+		switch err := n.Submit(r); err {
+		case nil:
+			reqs = append(reqs, r)
+		case ErrBusy:
+			busy = true
+			ReleaseRequest(r)
+		default:
+			t.Fatal(err)
+		}
+	}
+	if !busy || len(reqs) != 8 {
+		t.Fatalf("got busy %v after %d queued, want busy after 8", busy, len(reqs))
+	}
+	if err := reqs[0].Wait(time.Now().Add(10 * time.Millisecond)); err != ErrTimeout {
+		t.Fatalf("wait on a held shard: got %v, want ErrTimeout", err)
+	}
+	ReleaseRequest(reqs[0]) // abandoned: the shard recycles it
+	close(b.release)
+	n.barMu.Unlock()
+	for _, r := range reqs[1:] {
+		if err := r.Wait(deadline()); err != nil {
+			t.Fatal(err)
+		}
+		ReleaseRequest(r)
+	}
+	bal, err := n.Balances(u, deadline(), nil)
+	if err != nil || bal[2].Avail != 8 {
+		t.Fatalf("balance after 8 deposits of 1 (one timed out but applied): got %+v %v", bal, err)
+	}
+}
+
+// TestMetaRefusesRenumbering: a configuration that drops or renumbers a
+// journaled market or coin is refused, naming it; appending is fine.
+func TestMetaRefusesRenumbering(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+
+	o := testOptions(t, dir)
+	o.Markets = o.Markets[:2]
+	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "ETHBTC") {
+		t.Fatalf("dropped market: got %v, want an error naming ETHBTC", err)
+	}
+	o = testOptions(t, dir)
+	o.Markets[0], o.Markets[1] = o.Markets[1], o.Markets[0]
+	o.Markets[0].ID, o.Markets[1].ID = 0, 1
+	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "ETHUSDT") && !strings.Contains(err.Error(), "BTCUSDT") {
+		t.Fatalf("renumbered market: got %v, want an error naming it", err)
+	}
+	o = testOptions(t, dir)
+	o.Coins = o.Coins[:2]
+	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "USDT") {
+		t.Fatalf("dropped coin: got %v, want an error naming USDT", err)
+	}
+	o = testOptions(t, dir)
+	extra := *o.Markets[0]
+	extra.ID, extra.Symbol = 3, "BTCUSDT2"
+	o.Markets = append(o.Markets, &extra)
+	n, err = Open(o)
+	if err != nil {
+		t.Fatalf("appended market: %v", err)
+	}
+	n.Close()
 }

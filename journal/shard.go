@@ -14,6 +14,10 @@ import (
 // testHooks enables test-only behaviour (set by the package's tests).
 var testHooks bool
 
+// benchNoHistory skips the history rows (benchmarks only: it measures what
+// the journal itself costs).
+var benchNoHistory bool
+
 // shard is one ring, one engine and one journal stream.
 //
 // The loop, per drained batch (invariants):
@@ -130,7 +134,9 @@ func (s *shard) segment(b []*Request) {
 		s.eng.Apply(c, s.seq, now, &s.out)
 		count++
 		s.rec = appendCmd(s.rec, c)
-		s.history(wb, c)
+		if !benchNoHistory {
+			s.history(wb, c)
+		}
 		r.Out.Reject, r.Out.Order, r.Out.HasOrder, r.Out.BillID = s.out.Reject, s.out.Order, s.out.HasOrder, s.out.BillID
 		r.Seq, r.TimeMs = s.seq, now
 		if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
