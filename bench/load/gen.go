@@ -166,7 +166,7 @@ func (g *Generator) Run(s Step) *Result {
 	close(stop)
 	pwg.Wait()
 
-	r := &Result{Rate: s.Rate, Duration: s.Duration, Scheduled: total, Hist: NewHistogram(), Pacer: NewHistogram(),
+	r := &Result{Rate: s.Rate, Duration: s.Duration, Scheduled: total, Hist: NewHistogram(), Pacer: NewHistogram(), ByOp: map[string]*hdrhistogram.Histogram{},
 		Ops: map[string]int64{}, Errors: map[string]*ErrorKind{}}
 	var last time.Time
 	for _, w := range g.workers {
@@ -298,6 +298,9 @@ type worker struct {
 
 const fifoCap = 1 << 14
 
+// maxWindows bounds a step's timeline (10 minutes).
+const maxWindows = 6000
+
 func newWorker(g *Generator, i int) *worker {
 	return &worker{
 		g:       g,
@@ -310,7 +313,18 @@ func newWorker(g *Generator, i int) *worker {
 }
 
 func (w *worker) reset() {
-	w.res = Result{Hist: NewHistogram(), Pacer: NewHistogram(), Ops: map[string]int64{}, Errors: map[string]*ErrorKind{}}
+	// Histograms are reused (about 220 KB each): Run merges them into the
+	// step's result before the next reset.
+	hist, pacer, byOp := w.res.Hist, w.res.Pacer, w.res.ByOp
+	if hist == nil {
+		hist, pacer, byOp = NewHistogram(), NewHistogram(), map[string]*hdrhistogram.Histogram{}
+	}
+	hist.Reset()
+	pacer.Reset()
+	for _, h := range byOp {
+		h.Reset()
+	}
+	w.res = Result{Hist: hist, Pacer: pacer, ByOp: byOp, Windows: w.res.Windows[:0], Ops: map[string]int64{}, Errors: map[string]*ErrorKind{}}
 	w.last = time.Time{}
 }
 
@@ -367,6 +381,21 @@ func (w *worker) run(sch *Schedule, hardEnd time.Time) {
 		now := time.Now()
 		lat := clampLat(now.Sub(start).Microseconds())
 		w.res.Hist.RecordValue(lat)
+		oh := w.res.ByOp[w.op]
+		if oh == nil {
+			oh = NewHistogram()
+			w.res.ByOp[w.op] = oh
+		}
+		oh.RecordValue(lat)
+		if wi := int(now.Sub(sch.Start) / WindowLen); wi >= 0 && wi < maxWindows {
+			if wi >= len(w.res.Windows) {
+				for len(w.res.Windows) <= wi {
+					w.res.Windows = append(w.res.Windows, Window{})
+				}
+			}
+			w.res.Windows[wi].Count++
+			w.res.Windows[wi].Max = max(w.res.Windows[wi].Max, lat)
+		}
 		w.last = now
 		for {
 			m := g.maxLat.Load()

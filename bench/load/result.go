@@ -26,6 +26,20 @@ type Result struct {
 	// Pacer is how late the generator's timer woke idle workers (µs): the
 	// part of the schedule's error that is not counted as latency.
 	Pacer *hdrhistogram.Histogram
+	// ByOp is the latency of each op kind (µs).
+	ByOp map[string]*hdrhistogram.Histogram
+	// Windows is a timeline: requests completed and their largest latency
+	// in each Window-long slice of the step, from its start.
+	Windows []Window
+}
+
+// WindowLen is the timeline's resolution.
+const WindowLen = 100 * time.Millisecond
+
+// Window is one slice of a step's timeline.
+type Window struct {
+	Count int64
+	Max   int64 // µs
 }
 
 // ErrorKind counts one kind of non-OK answer and keeps a sample body.
@@ -62,6 +76,19 @@ func (r *Result) add(o *Result) {
 	}
 	r.Hist.Merge(o.Hist)
 	r.Pacer.Merge(o.Pacer)
+	for k, h := range o.ByOp {
+		if r.ByOp[k] == nil {
+			r.ByOp[k] = NewHistogram()
+		}
+		r.ByOp[k].Merge(h)
+	}
+	if len(o.Windows) > len(r.Windows) {
+		r.Windows = append(r.Windows, make([]Window, len(o.Windows)-len(r.Windows))...)
+	}
+	for i, w := range o.Windows {
+		r.Windows[i].Count += w.Count
+		r.Windows[i].Max = max(r.Windows[i].Max, w.Max)
+	}
 }
 
 // Achieved is the answered throughput: accepted plus business rejects per
@@ -133,4 +160,20 @@ func (c Criteria) Pass(r *Result) (bool, string) {
 
 func pct(f float64) string {
 	return formatFloat(f*100, 1) + "%"
+}
+
+// WorstWindows returns the indexes of the n windows with the largest
+// latency, worst first.
+func (r *Result) WorstWindows(n int) []int {
+	idx := make([]int, 0, len(r.Windows))
+	for i, w := range r.Windows {
+		if w.Count > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return r.Windows[idx[a]].Max > r.Windows[idx[b]].Max })
+	if len(idx) > n {
+		idx = idx[:n]
+	}
+	return idx
 }

@@ -51,3 +51,13 @@ func TestNinesLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestTimelinePlot(t *testing.T) {
+	svg := TimelinePlot("t <1>", []TimeSeries{{Name: "a", Points: []Point2{{0.05, 0.3}, {0.15, 12}, {0.25, 0.4}}}, {Name: "empty"}})
+	if err := xml.Unmarshal([]byte(svg), new(struct{})); err != nil {
+		t.Fatalf("invalid SVG: %v", err)
+	}
+	if !strings.Contains(svg, "<polyline") || !strings.Contains(svg, "t &lt;1&gt;") {
+		t.Errorf("SVG lacks the curve or the escaped title")
+	}
+}

@@ -313,6 +313,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		}
 	}
 	fmt.Fprintf(b, "Requests by kind over all steps: %s.\n\n", formatOps(ops))
+	writeDetail(b, s, dir, prefix)
 	if len(errs) == 0 {
 		b.WriteString("No error answers.\n\n")
 		return
@@ -390,4 +391,64 @@ func writePlot(dir, name, title string, series []report.Series) string {
 		return ""
 	}
 	return name
+}
+
+// writeDetail breaks the saturation and half-saturation steps down by op
+// kind and over time: which requests are slow, and whether the slow ones
+// cluster in stalls.
+func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
+	type named struct {
+		name string
+		st   *StepResult
+	}
+	var steps []named
+	if s.Half != nil {
+		steps = append(steps, named{"half saturation", s.Half})
+	}
+	if s.Saturation != nil {
+		steps = append(steps, named{"saturation", s.Saturation})
+	}
+	if len(steps) == 0 {
+		return
+	}
+	t := &report.Table{Header: []string{"step", "op", "count", "p50 ms", "p99 ms", "p99.9 ms", "max ms"}, Right: []bool{false, false, true, true, true, true, true}}
+	for _, n := range steps {
+		for _, op := range []string{load.OpPlace, load.OpTake, load.OpCancel} {
+			h := n.st.ByOp[op]
+			if h == nil || h.TotalCount() == 0 {
+				continue
+			}
+			us := func(p float64) string {
+				return load.FormatLatency(time.Duration(h.ValueAtPercentile(p)) * time.Microsecond)
+			}
+			t.Add(fmt.Sprintf("%s (%.0f/s)", n.name, n.st.Rate), op, fmt.Sprint(h.TotalCount()), us(50), us(99), us(99.9),
+				load.FormatLatency(time.Duration(h.Max())*time.Microsecond))
+		}
+	}
+	b.WriteString("By op kind:\n\n")
+	b.WriteString(t.String())
+	b.WriteString("\n")
+	var series []report.TimeSeries
+	for _, n := range steps {
+		st := n.st
+		var worst []string
+		for _, i := range st.WorstWindows(5) {
+			w := st.Windows[i]
+			worst = append(worst, fmt.Sprintf("%.1f-%.1f s: max %s ms over %d answers", float64(i)*load.WindowLen.Seconds(), float64(i+1)*load.WindowLen.Seconds(),
+				load.FormatLatency(time.Duration(w.Max)*time.Microsecond), w.Count))
+		}
+		fmt.Fprintf(b, "Worst 100 ms windows at %s (%.0f/s): %s.\n\n", n.name, st.Rate, strings.Join(worst, "; "))
+		ts := report.TimeSeries{Name: fmt.Sprintf("%s %.0f/s", n.name, st.Rate)}
+		for i, w := range st.Windows {
+			if w.Count > 0 {
+				ts.Points = append(ts.Points, report.Point2{T: (float64(i) + 0.5) * load.WindowLen.Seconds(), Ms: float64(w.Max) / 1000})
+			}
+		}
+		series = append(series, ts)
+	}
+	name := prefix + "-timeline.svg"
+	title := "worst latency per 100 ms window: " + map[string]string{"rest": "REST orders", "bare": "bare fasthttp"}[prefix]
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(report.TimelinePlot(title, series)), 0o644); err == nil {
+		fmt.Fprintf(b, "![%s](%s)\n\n", name, name)
+	}
 }
