@@ -68,8 +68,17 @@ func TestNodeBasics(t *testing.T) {
 		t.Fatalf("market trades: got %+v %v", pub, err)
 	}
 	bills, err := n.Bills(100, CoinAll, 0, 0, maxTime, 0, 10, nil)
-	if err != nil || len(bills) < 2 || bills[len(bills)-1].Biz != engine.BizDeposit {
-		t.Fatalf("bills of a: got %+v %v", bills, err)
+	if err != nil || len(bills) != 3 {
+		t.Fatalf("bills of a: got %+v %v, want deposit, trade_in, trade_out", bills, err)
+	}
+	for i := 1; i < len(bills); i++ {
+		if bills[i].TimeMs > bills[i-1].TimeMs {
+			t.Fatalf("bills not newest first: %+v", bills)
+		}
+	}
+	dep, err := n.Bills(100, 2, engine.BizDeposit, 0, maxTime, 0, 10, nil)
+	if err != nil || len(dep) != 1 || dep[0].Delta != 1_000_000_000 {
+		t.Fatalf("deposit bills of a in USDT: got %+v %v", dep, err)
 	}
 	all, err := n.AllOrders(200, 0, 0, maxTime, 0, 10, nil)
 	if err != nil || len(all) != 1 || all[0].OrderID != sellID {
