@@ -94,7 +94,15 @@ func deriveCreds(seed []byte) (key, secret, pass string) {
 	return "weex_" + f("api-key", 24), f("secret-key", 48), f("passphrase", 16)
 }
 
-var shaPool = sync.Pool{New: func() any { return sha256.New() }}
+// macState is a pooled HMAC computation: the hash and its output buffers
+// (a stack buffer would escape through the hash.Hash interface).
+type macState struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+	got [64]byte
+}
+
+var macPool = sync.Pool{New: func() any { return &macState{h: sha256.New()} }}
 
 // authenticate checks SPEC §2 and returns the caller's credentials.
 func (s *Server) authenticate(ctx *fasthttp.RequestCtx, nowMs int64) (*cred, *apiError) {
@@ -129,29 +137,28 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, nowMs int64) (*cred, *ap
 	if subtle.ConstantTimeCompare(pass, c.passphrase) != 1 {
 		return nil, errPassphrase
 	}
-	var want [sha256.Size]byte
-	var got [64]byte
-	if base64.StdEncoding.DecodedLen(len(sign)) > len(got) {
+	if base64.StdEncoding.DecodedLen(len(sign)) > 64 {
 		return nil, errSign
 	}
-	n, err := base64.StdEncoding.Decode(got[:], sign)
+	m := macPool.Get().(*macState)
+	defer macPool.Put(m)
+	n, err := base64.StdEncoding.Decode(m.got[:], sign)
 	if err != nil || n != sha256.Size {
 		return nil, errSign
 	}
-	hs := shaPool.Get().(hash.Hash)
+	hs := m.h
 	hs.Reset()
 	hs.Write(c.ipad[:])
 	hs.Write(ts)
 	hs.Write(ctx.Method())
 	hs.Write(rawURI(ctx))
 	hs.Write(ctx.Request.Body())
-	inner := hs.Sum(want[:0])
+	inner := hs.Sum(m.sum[:0])
 	hs.Reset()
 	hs.Write(c.opad[:])
 	hs.Write(inner)
-	mac := hs.Sum(want[:0])
-	shaPool.Put(hs)
-	if subtle.ConstantTimeCompare(mac, got[:n]) != 1 {
+	mac := hs.Sum(m.sum[:0])
+	if subtle.ConstantTimeCompare(mac, m.got[:n]) != 1 {
 		return nil, errSign
 	}
 	return c, nil

@@ -13,14 +13,14 @@ import (
 )
 
 // openTestServer opens a server on the embedded demo config in a temp dir
-// (real journal, no listeners), rate limits off.
+// (real journal, no listeners), rate limits on with budgets never reached.
 func openTestServer(tb testing.TB) *Server {
 	tb.Helper()
 	cfg, err := ParseConfig(DefaultConfig)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.RateLimits.Enabled = false
+	cfg.RateLimits = RateLimits{IPWeight: 1 << 60, UIDWeight: 1 << 60, Enabled: true}
 	s, err := Open(Options{Config: cfg, DataDir: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
