@@ -106,97 +106,133 @@ func (x *xorshift) next() uint64 {
 	return uint64(*x)
 }
 
-// mixed drives a realistic stream over a book of about `book` resting
-// orders: about 60% limit orders near the touch (some crossing), 10%
-// crossing IOC or market orders, 30% cancels of resting orders.
+// mixed drives a realistic stream over a book of about `target` resting
+// orders: 60% limit orders near the touch (passive while the book is at or
+// below the target, crossing above it: that holds the book's size), 10%
+// crossing IOC or market orders, 30% cancels of tracked resting orders.
 type mixed struct {
-	bn  *bench
-	rnd xorshift
-	ids []int64 // resting order ids (some may have been filled since)
-	own []int
-	n   int
+	bn      *bench
+	rnd     xorshift
+	target  int
+	ids     []int64 // resting order ids (some may have been filled since)
+	own     []int
+	hits    int // cancels that found their order
+	cancels int
+	// alive[n] tells whether order n<<10 is working, learnt from the
+	// updates (cheaper than asking the engine, so the benchmark measures
+	// the engine, not its driver)
+	alive []bool
 }
 
 const benchMid = 3_000_000
 
-func newMixed(tb testing.TB, book int) *mixed {
-	mx := &mixed{bn: newBench(tb, 1000), rnd: 88172645463325252}
-	for mx.bn.e.WorkingOrders() < book {
-		u := int(mx.rnd.next() % 1000)
-		off := engine.Price(1 + mx.rnd.next()%200)
-		if mx.rnd.next()&1 == 0 {
-			mx.bn.apply(mx.bn.e, mx.bn.limit(u, engine.Buy, engine.GTC, benchMid-off, engine.Qty(10+mx.rnd.next()%90)))
-		} else {
-			mx.bn.apply(mx.bn.e, mx.bn.limit(u, engine.Sell, engine.GTC, benchMid+off, engine.Qty(10+mx.rnd.next()%90)))
-		}
-		mx.ids = append(mx.ids, mx.bn.out.Order.OrderID)
-		mx.own = append(mx.own, u)
+func newMixed(tb testing.TB, target int) *mixed {
+	mx := &mixed{bn: newBench(tb, 1000), rnd: 88172645463325252, target: target,
+		ids: make([]int64, 0, 4*target), own: make([]int, 0, 4*target), alive: make([]bool, 1, 1<<24)}
+	for mx.bn.e.WorkingOrders() < target {
+		mx.limit(mx.rnd.next(), false)
+		mx.track()
 	}
 	return mx
 }
 
+func (mx *mixed) limit(r uint64, cross bool) {
+	bn := mx.bn
+	u := int(r>>32) % 1000
+	q := engine.Qty(10 + r>>40%90)
+	off := engine.Price(1 + r>>8%64)
+	if cross {
+		off = -30
+	}
+	if r&(1<<20) == 0 {
+		bn.apply(bn.e, bn.limit(u, engine.Buy, engine.GTC, benchMid-off, q))
+	} else {
+		bn.apply(bn.e, bn.limit(u, engine.Sell, engine.GTC, benchMid+off, q))
+	}
+	if bn.out.Order.Status.Working() && len(mx.ids) < cap(mx.ids) {
+		mx.ids = append(mx.ids, bn.out.Order.OrderID)
+		mx.own = append(mx.own, u)
+	}
+}
+
+// track records the working state of every order the last command changed.
+func (mx *mixed) track() {
+	for i := range mx.bn.out.Updates {
+		v := &mx.bn.out.Updates[i]
+		n := int(v.OrderID >> 10)
+		for len(mx.alive) <= n {
+			mx.alive = append(mx.alive, false)
+		}
+		mx.alive[n] = v.Status.Working()
+	}
+}
+
 func (mx *mixed) step() {
+	defer mx.track()
 	bn := mx.bn
 	r := mx.rnd.next()
 	u := int(r>>32) % 1000
 	switch k := r % 100; {
-	case k < 60: // limit near the touch; about one in eight crosses
-		off := engine.Price(r>>8%64) - 8
-		if r&(1<<20) == 0 {
-			bn.apply(bn.e, bn.limit(u, engine.Buy, engine.GTC, benchMid-off, engine.Qty(10+r>>40%90)))
-		} else {
-			bn.apply(bn.e, bn.limit(u, engine.Sell, engine.GTC, benchMid+off, engine.Qty(10+r>>40%90)))
-		}
-		if bn.out.Order.Status.Working() {
-			if len(mx.ids) < cap(mx.ids) {
-				mx.ids = append(mx.ids, bn.out.Order.OrderID)
-				mx.own = append(mx.own, u)
-			} else { // full: replace a random one (it stays in the book)
-				i := int(r>>24) % len(mx.ids)
-				mx.ids[i], mx.own[i] = bn.out.Order.OrderID, u
-			}
-		}
+	case k < 60:
+		mx.limit(r, bn.e.WorkingOrders() > mx.target)
 	case k < 70: // crossing IOC or market
 		side := engine.Side(1 + r>>16&1)
+		q := engine.Qty(10 + r>>40%200)
 		if k < 65 {
 			p := engine.Price(benchMid + 40)
 			if side == engine.Sell {
 				p = benchMid - 40
 			}
-			bn.apply(bn.e, bn.limit(u, side, engine.IOC, p, engine.Qty(10+r>>40%200)))
+			bn.apply(bn.e, bn.limit(u, side, engine.IOC, p, q))
 		} else {
 			ui, uid := bn.user(u)
-			bn.apply(bn.e, engine.Cmd{Kind: engine.CmdPlace, User: ui, UID: uid, Market: 0, Side: side, Type: engine.Market, Qty: engine.Qty(10 + r>>40%200)})
+			bn.apply(bn.e, engine.Cmd{Kind: engine.CmdPlace, User: ui, UID: uid, Market: 0, Side: side, Type: engine.Market, Qty: q})
 		}
-	default: // cancel a resting order (or one filled since: not found)
-		if len(mx.ids) == 0 {
+	default: // cancel a tracked resting order; drop tracked ones filled since
+		for try := 0; try < 8 && len(mx.ids) > 0; try++ {
+			i := int(r>>24+uint64(try)*7919) % len(mx.ids)
+			id, ui := mx.ids[i], mx.own[i]
+			last := len(mx.ids) - 1
+			mx.ids[i], mx.own[i] = mx.ids[last], mx.own[last]
+			mx.ids, mx.own = mx.ids[:last], mx.own[:last]
+			u, uid := bn.user(ui)
+			if !mx.alive[id>>10] {
+				continue
+			}
+			bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: u, UID: uid, Market: 0, OrderID: id})
+			mx.cancels++
+			if bn.out.Reject == engine.OK {
+				mx.hits++
+			}
 			return
 		}
-		i := int(r>>24) % len(mx.ids)
-		ui, uid := bn.user(mx.own[i])
-		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: mx.ids[i]})
-		last := len(mx.ids) - 1
-		mx.ids[i], mx.own[i] = mx.ids[last], mx.own[last]
-		mx.ids, mx.own = mx.ids[:last], mx.own[:last]
+		// nothing tracked is working: a cancel of an unknown order
+		u, uid := bn.user(ui0(r))
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: u, UID: uid, Market: 0, OrderID: 1 << 40})
+		mx.cancels++
 	}
 }
+
+func ui0(r uint64) int { return int(r>>32) % 1000 }
 
 // BenchmarkMixed: one command of the mixed stream per op over a book of
 // about 10k resting orders, Apply plus Flush as the shard loop does.
 func BenchmarkMixed(b *testing.B) {
 	mx := newMixed(b, 10_000)
-	mx.ids = append(make([]int64, 0, 1<<16), mx.ids...)
-	mx.own = append(make([]int, 0, 1<<16), mx.own...)
 	for i := 0; i < 200_000; i++ { // warm-up
 		mx.step()
 	}
+	trades := 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		mx.step()
+		trades += len(mx.bn.out.Trades)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(mx.bn.e.WorkingOrders()), "resting")
+	b.ReportMetric(float64(trades)/float64(b.N), "trades/op")
+	b.ReportMetric(float64(mx.hits)/float64(max(mx.cancels, 1)), "cancel-hit-rate")
 }
 
 // BenchmarkPlaceCancel: a resting order placed and cancelled (two commands
