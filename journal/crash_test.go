@@ -197,7 +197,8 @@ type crashLog struct {
 	acked map[string][2]uint64 // tag -> shard, seq
 }
 
-// runChild starts a child on dir and kills it after it has run for d.
+// runChild starts a child on dir and kills it after it has run for d
+// under load, or, for d < 0, -d after it started (during start-up).
 func runChild(t *testing.T, dir, run string, d time.Duration, early bool, log *crashLog) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
@@ -239,11 +240,15 @@ func runChild(t *testing.T, dir, run string, d time.Duration, early bool, log *c
 		}
 		done <- bad
 	}()
-	select {
-	case <-ready:
-		time.Sleep(d)
-	case <-time.After(30 * time.Second):
-		t.Errorf("child %s not ready in 30s", run)
+	if d < 0 { // kill during start-up: Open, replay, user registration
+		time.Sleep(-d)
+	} else {
+		select {
+		case <-ready:
+			time.Sleep(d)
+		case <-time.After(30 * time.Second):
+			t.Errorf("child %s not ready in 30s", run)
+		}
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	bad := <-done
@@ -377,6 +382,9 @@ func TestCrash(t *testing.T) {
 	t0 := time.Now()
 	for i := 0; i < iters; i++ {
 		d := time.Duration(50+rng.Intn(900)) * time.Millisecond
+		if rng.Intn(5) == 0 {
+			d = -time.Duration(1+rng.Intn(40)) * time.Millisecond
+		}
 		runChild(t, dir, strconv.FormatInt(int64(i+1), 36), d, false, log)
 		if probs := verifyCrash(t, dir, log); len(probs) > 0 {
 			t.Fatalf("after kill %d (at %v): %d problems:\n%s", i+1, d, len(probs), strings.Join(first10(probs), "\n"))

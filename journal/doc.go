@@ -62,12 +62,18 @@
 //
 // Pebble's own write-ahead log makes each batch atomic: on recovery it
 // stops at an unclean end of the newest WAL file (a torn tail: the batch
-// was never acknowledged) and refuses to open on a corrupt chunk followed by
-// valid ones (ErrCorruption). On top of that every record carries its own
-// checksum: a bad record that is the last of its shard is cut off and
+// was never acknowledged). It can tell that from a corrupt chunk followed by
+// synced ones, and refuse to open (ErrCorruption), only when the WAL
+// carries sync offsets (FormatWALSyncChunks); without them it silently ends
+// the log at the first bad chunk and drops everything after it. So the DB
+// is created at that format (and reopened once at creation, because its
+// first WAL predates the format ratchet); TestFlippedByteWAL and
+// TestTornWALTail check both cases on the real files. On top of that every
+// record carries its own checksum: a bad record that is the last of its shard is cut off and
 // reported through Options.Logf; a bad record anywhere else refuses Open
 // with an error naming the shard and sequence. Sequences are checked to be
-// gap-free.
+// gap-free. Records before the newest snapshot are not read by a normal
+// start; the audit tool's full replay (Options.FullReplay) reads them all.
 //
 // # Snapshots
 //
