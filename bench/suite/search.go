@@ -15,7 +15,9 @@ type StepResult struct {
 	Role      string  // "search", "refine", "half-saturation"
 	ServerCPU float64 // cores used by the target process during the step
 	GenCPU    float64 // cores used by the generator (this process)
-	OtherCPU  float64 // cores used by everything else on the machine (other users, the go tool...)
+	IrqCPU    float64 // cores in interrupts and softirqs (loopback networking, disk)
+	OtherCPU  float64 // cores used by every other process (other users, the go tool...)
+	Wall      time.Duration
 	Pass      bool
 	Why       string // why it did not pass
 }
@@ -50,20 +52,24 @@ func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duratio
 	run := func(rate float64, dur time.Duration, role string) *StepResult {
 		rate = math.Round(rate)
 		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v\n", name, role, rate, dur)
-		c0, g0, m0, t0 := cpuOf(cpu), selfCPU(), machineBusy(), time.Now()
+		c0, g0, t0 := cpuOf(cpu), selfCPU(), time.Now()
+		m0, i0 := machineBusy()
 		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
 			fmt.Fprintf(progress, "[%s]   %s\n", name, load.FormatProgress(p))
 		}})
-		wall := time.Since(t0).Seconds()
-		sr := &StepResult{Result: r, Role: role,
+		m1, i1 := machineBusy()
+		w := time.Since(t0)
+		wall := w.Seconds()
+		sr := &StepResult{Result: r, Role: role, Wall: w,
 			ServerCPU: (cpuOf(cpu) - c0).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall}
-		sr.OtherCPU = max(0, (machineBusy()-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
+		sr.IrqCPU = (i1 - i0).Seconds() / wall
+		sr.OtherCPU = max(0, (m1-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
 		sr.Pass, sr.Why = s.Criteria.Pass(r)
 		verdict := "pass"
 		if !sr.Pass {
 			verdict = "FAIL: " + sr.Why
 		}
-		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  target CPU %.2f, generator CPU %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), sr.ServerCPU, sr.GenCPU, sr.OtherCPU, verdict)
+		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  target CPU %.2f, generator %.2f, irq %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), sr.ServerCPU, sr.GenCPU, sr.IrqCPU, sr.OtherCPU, verdict)
 		sw.Steps = append(sw.Steps, *sr)
 		time.Sleep(s.Pause)
 		return &sw.Steps[len(sw.Steps)-1]
@@ -121,4 +127,16 @@ func cpuOf(f func() time.Duration) time.Duration {
 		return 0
 	}
 	return f()
+}
+
+// CPUPerRequest returns the target's and the generator's CPU time per sent
+// request.
+func (s *StepResult) CPUPerRequest() (target, gen time.Duration) {
+	if s.Sent == 0 {
+		return 0, 0
+	}
+	per := func(cores float64) time.Duration {
+		return time.Duration(cores * float64(s.Wall) / float64(s.Sent))
+	}
+	return per(s.ServerCPU), per(s.GenCPU)
 }
