@@ -222,3 +222,19 @@ func TestMetaRefusesRenumbering(t *testing.T) {
 	}
 	n.Close()
 }
+
+// TestPinned runs a node with its shard goroutines pinned to CPUs.
+func TestPinned(t *testing.T) {
+	o := testOptions(t, t.TempDir())
+	o.PinCPUs = true
+	n, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, n, feeUID)
+	u := addUser(t, n, 100)
+	mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 1, Amount: 5})))
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 func main() {
 	dir := flag.String("dir", "", "data directory (required)")
 	full := flag.Bool("full", false, "ignore snapshots: replay every journal from the start")
+	compare := flag.Bool("compare", false, "also replay the other way (full vs snapshot+tail) and require the same state hash")
 	trades := flag.String("trades", "", "export public trades to this file (- for stdout)")
 	bills := flag.String("bills", "", "export finance records to this file (- for stdout)")
 	format := flag.String("format", "jsonl", "export format: jsonl or csv")
@@ -34,7 +35,11 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*dir, *full, *trades, *bills, *format == "csv", *verbose); err != nil {
+	err := run(*dir, *full, *trades, *bills, *format == "csv", *verbose)
+	if err == nil && *compare {
+		err = compareReplays(*dir, *full)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "audit:", err)
 		os.Exit(1)
 	}
@@ -85,6 +90,33 @@ func run(dir string, full bool, tradesPath, billsPath string, csv, verbose bool)
 	}
 	if violation != nil {
 		return fmt.Errorf("invariant violated: %v", violation)
+	}
+	return nil
+}
+
+// compareReplays replays dir the other way (from the snapshot if full, or
+// in full) and checks the state hash matches.
+func compareReplays(dir string, full bool) error {
+	hash := func(full bool) ([32]byte, error) {
+		n, err := journal.Open(journal.Options{Dir: dir, ReadOnly: true, FullReplay: full})
+		if err != nil {
+			return [32]byte{}, err
+		}
+		defer n.Close()
+		h, _, err := n.State(time.Time{})
+		return h, err
+	}
+	a, err := hash(full)
+	if err != nil {
+		return err
+	}
+	b, err := hash(!full)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("compare\tfull=%v %x\tfull=%v %x\n", full, a, !full, b)
+	if a != b {
+		return fmt.Errorf("state hash differs between full replay and snapshot+tail replay")
 	}
 	return nil
 }

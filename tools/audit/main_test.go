@@ -55,6 +55,9 @@ func TestAudit(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := compareReplays(dir, false); err != nil {
+		t.Fatal(err)
+	}
 	for _, csv := range []bool{false, true} {
 		tp, bp := filepath.Join(t.TempDir(), "trades"), filepath.Join(t.TempDir(), "bills")
 		if err := run(dir, csv, tp, bp, csv, false); err != nil {
