@@ -300,7 +300,32 @@ func streamLen(t *testing.T) int {
 	return 110_000
 }
 
+// restore replaces the cluster by one loaded from its snapshots (accounts
+// and every engine), as a restart does; the stream then goes on against it.
+func (h *harness) restore() {
+	h.t.Helper()
+	nc := enginetest.NewCluster(len(h.cl.Engines))
+	if err := nc.Acc.LoadSnapshot(h.cl.Acc.AppendSnapshot(nil)); err != nil {
+		h.t.Fatalf("loading the accounts snapshot: %v", err)
+	}
+	for i, e := range h.cl.All {
+		if err := nc.All[i].LoadSnapshot(e.AppendSnapshot(nil)); err != nil {
+			h.t.Fatalf("loading shard %d's snapshot: %v", i, err)
+		}
+	}
+	if got, want := engine.StateHash(nc.Acc, nc.All), engine.StateHash(h.cl.Acc, h.cl.All); got != want {
+		h.t.Fatalf("state hash after restoring snapshots: got %x, want %x", got, want)
+	}
+	h.cl = nc
+}
+
 func runStream(t *testing.T, seed uint64, n, shards int) *harness {
+	return runStreamSnap(t, seed, n, shards, 0)
+}
+
+// runStreamSnap runs a stream; with snapEvery > 0 the engines are restored
+// from snapshots every snapEvery commands.
+func runStreamSnap(t *testing.T, seed uint64, n, shards, snapEvery int) *harness {
 	h := newHarness(t, shards)
 	g := enginetest.NewGen(seed, h.ref, 40)
 	for _, c := range g.Setup() {
@@ -329,6 +354,9 @@ func runStream(t *testing.T, seed uint64, n, shards int) *harness {
 		}
 		for _, m := range h.ref.Markets {
 			h.maxBook = max(h.maxBook, len(m.Orders))
+		}
+		if snapEvery > 0 && i%snapEvery == snapEvery-1 {
+			h.restore()
 		}
 	}
 	return h
@@ -376,4 +404,12 @@ func (h *harness) report(t *testing.T) {
 	if h.trades < int(h.seq)/10 {
 		t.Errorf("got %d trades in %d commands, want at least one per ten commands", h.trades, h.seq)
 	}
+}
+
+// TestReferenceStreamSnapshots runs a stream over two shards and restarts
+// the engines from their snapshots every 7000 commands: the restored state
+// must go on producing exactly the reference model's events.
+func TestReferenceStreamSnapshots(t *testing.T) {
+	h := runStreamSnap(t, 3, streamLen(t)/2, 2, 7000)
+	h.report(t)
 }
