@@ -85,8 +85,48 @@ func StartProc(name string, args []string, logPath string, timeout time.Duration
 // Pid returns the process id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// CPUTime returns the process's user+system CPU time so far.
-func (p *Proc) CPUTime() time.Duration { return procCPU(p.Pid()) }
+// Counters are a process's cumulative resource counters.
+type Counters struct {
+	CPU          time.Duration // user + system
+	CtxSwitches  int64         // voluntary + involuntary, summed over its threads
+	ReadSyscalls int64         // read-like syscalls (/proc/PID/io syscr)
+	WriteSyscall int64         // write-like syscalls (syscw): socket writes, journal writes
+}
+
+// Counters reads the process's counters from /proc.
+func (p *Proc) Counters() Counters { return procCounters(p.Pid()) }
+
+func procCounters(pid int) Counters {
+	c := Counters{CPU: procCPU(pid)}
+	base := "/proc/" + strconv.Itoa(pid)
+	if tasks, err := os.ReadDir(base + "/task"); err == nil {
+		for _, t := range tasks {
+			b, err := os.ReadFile(base + "/task/" + t.Name() + "/status")
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if k, v, ok := strings.Cut(l, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					c.CtxSwitches += n
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile(base + "/io"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "syscr":
+				c.ReadSyscalls = n
+			case "syscw":
+				c.WriteSyscall = n
+			}
+		}
+	}
+	return c
+}
 
 // Stop sends SIGTERM and waits up to grace for the exit, then kills the
 // process group. It returns the exit error of a non-clean exit.

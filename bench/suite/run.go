@@ -217,7 +217,7 @@ func runREST(r *Run) error {
 		return fmt.Errorf("suite: populating the books failed: %d failed, first: %s", failed, first)
 	}
 	warm(g, o, pr, "rest")
-	r.REST = RunSearch("rest", g, o.Search, srv.CPUTime, pr)
+	r.REST = RunSearch("rest", g, o.Search, srv.Counters, pr)
 	return nil
 }
 
@@ -243,7 +243,7 @@ func runBare(r *Run) error {
 	}
 	defer g.Close()
 	warm(g, o, pr, "bare")
-	r.Bare = RunSearch("bare", g, o.Search, p.CPUTime, pr)
+	r.Bare = RunSearch("bare", g, o.Search, p.Counters, pr)
 	return nil
 }
 

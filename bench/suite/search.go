@@ -18,6 +18,7 @@ type StepResult struct {
 	IrqCPU    float64 // cores in interrupts and softirqs (loopback networking, disk)
 	OtherCPU  float64 // cores used by every other process (other users, the go tool...)
 	Wall      time.Duration
+	Target    Counters // the target's counter deltas over the step
 	Pass      bool
 	Why       string // why it did not pass
 }
@@ -46,13 +47,13 @@ type Sweep struct {
 
 // RunSearch steps g's rate up until a step fails, refines between the last
 // pass and the first failure, then runs a longer step at half the
-// saturation rate. cpu returns the target's CPU time (nil: not measured).
-func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duration, progress io.Writer) *Sweep {
+// saturation rate. probe reads the target's counters (nil: not measured).
+func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, progress io.Writer) *Sweep {
 	sw := &Sweep{Name: name}
 	run := func(rate float64, dur time.Duration, role string) *StepResult {
 		rate = math.Round(rate)
 		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v\n", name, role, rate, dur)
-		c0, g0, t0 := cpuOf(cpu), selfCPU(), time.Now()
+		c0, g0, t0 := countersOf(probe), selfCPU(), time.Now()
 		m0, i0 := machineBusy()
 		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
 			fmt.Fprintf(progress, "[%s]   %s\n", name, load.FormatProgress(p))
@@ -60,8 +61,11 @@ func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duratio
 		m1, i1 := machineBusy()
 		w := time.Since(t0)
 		wall := w.Seconds()
+		c1 := countersOf(probe)
 		sr := &StepResult{Result: r, Role: role, Wall: w,
-			ServerCPU: (cpuOf(cpu) - c0).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall}
+			ServerCPU: (c1.CPU - c0.CPU).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall,
+			Target: Counters{CPU: c1.CPU - c0.CPU, CtxSwitches: c1.CtxSwitches - c0.CtxSwitches,
+				ReadSyscalls: c1.ReadSyscalls - c0.ReadSyscalls, WriteSyscall: c1.WriteSyscall - c0.WriteSyscall}}
 		sr.IrqCPU = (i1 - i0).Seconds() / wall
 		sr.OtherCPU = max(0, (m1-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
 		sr.Pass, sr.Why = s.Criteria.Pass(r)
@@ -122,11 +126,19 @@ func RunSearch(name string, g *load.Generator, s Search, cpu func() time.Duratio
 	return sw
 }
 
-func cpuOf(f func() time.Duration) time.Duration {
+func countersOf(f func() Counters) Counters {
 	if f == nil {
-		return 0
+		return Counters{}
 	}
 	return f()
+}
+
+// PerRequest divides n by the requests sent.
+func (s *StepResult) PerRequest(n int64) float64 {
+	if s.Sent == 0 {
+		return 0
+	}
+	return float64(n) / float64(s.Sent)
 }
 
 // CPUPerRequest returns the target's and the generator's CPU time per sent
