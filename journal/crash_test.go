@@ -256,6 +256,9 @@ func runChild(t *testing.T, dir, run string, d time.Duration, early bool, log *c
 	if bad != nil {
 		t.Fatalf("child %s: %v\nstderr:\n%s", run, bad, stderr.String())
 	}
+	if strings.Contains(stderr.String(), "DATA RACE") || strings.Contains(stderr.String(), "panic:") {
+		t.Fatalf("child %s:\n%s", run, stderr.String())
+	}
 }
 
 // journalTags reads every shard's journal straight from Pebble (read-only)
