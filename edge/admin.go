@@ -44,6 +44,9 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
 		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("X-Admin-Token"), s.adminToken) != 1 {
 			return errAdminToken
 		}
+		if len(ctx.Request.Body()) > MaxBodyBytes {
+			return errBodyTooLarge
+		}
 		rt := s.adminRoutes[string(ctx.Path())]
 		if rt == nil {
 			return errNotFound

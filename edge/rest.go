@@ -124,6 +124,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
 			return errRateLimited
 		}
 	}
+	if len(ctx.Request.Body()) > MaxBodyBytes {
+		ctx.SetConnectionClose()
+		return errBodyTooLarge
+	}
 	if rt == nil {
 		return errNotFound
 	}

@@ -30,6 +30,12 @@ type Options struct {
 // MaxBodyBytes bounds request bodies (SPEC §3: larger ones get 413).
 const MaxBodyBytes = 64 << 10
 
+// readBodyBytes is the most fasthttp reads of a body; see newHTTPServer.
+const readBodyBytes = 1 << 20
+
+// maxConnsPerIP bounds open connections from one address.
+const maxConnsPerIP = 1024
+
 // maxBatch bounds POST /api/v3/order/batch (seed §8).
 const maxBatch = 10
 
@@ -259,14 +265,16 @@ func (s *Server) Node() *journal.Node { return s.node }
 
 func (s *Server) newHTTPServer(h fasthttp.RequestHandler, name string) *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:               h,
-		Name:                  name,
-		ReadTimeout:           10 * time.Second,
-		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           60 * time.Second,
-		MaxRequestBodySize:    MaxBodyBytes,
+		Handler:      h,
+		Name:         name,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: 10 * time.Second,
+		IdleTimeout:  60 * time.Second,
+		// Bodies up to readBodyBytes are read whole so that the 413 for
+		// more than MaxBodyBytes reaches the client (dispatch checks);
+		// larger ones are cut off by fasthttp (httpError answers 413).
+		MaxRequestBodySize:    readBodyBytes,
 		ReadBufferSize:        8 << 10, // bounds the request line and headers
-		MaxConnsPerIP:         1024,
 		Concurrency:           16 << 10,
 		CloseOnShutdown:       true,
 		NoDefaultServerHeader: true,
@@ -313,8 +321,8 @@ func (s *Server) Serve() {
 	s.rest = s.newHTTPServer(s.serveREST, "exchanged")
 	s.admin = s.newHTTPServer(s.serveAdmin, "exchanged-admin")
 	s.serveWG.Add(2)
-	go func() { defer s.serveWG.Done(); s.rest.Serve(s.restLn) }()
-	go func() { defer s.serveWG.Done(); s.admin.Serve(s.adminLn) }()
+	go func() { defer s.serveWG.Done(); s.rest.Serve(newLimitListener(s.restLn, maxConnsPerIP)) }()
+	go func() { defer s.serveWG.Done(); s.admin.Serve(newLimitListener(s.adminLn, maxConnsPerIP)) }()
 }
 
 // Shutdown stops accepting, lets in-flight requests finish, then closes
