@@ -223,3 +223,32 @@ func BenchmarkReplay(b *testing.B) {
 	b.ReportMetric(float64(b.N*replayCmds)/time.Since(t0).Seconds(), "cmds/s")
 	b.ReportMetric(float64(b.N*replayCmds)/replay.Seconds(), "replay-cmds/s")
 }
+
+// BenchmarkQueryRoundTrip measures Submit -> shard -> Wait for an in-shard
+// query (a depth read: no journal write, so no fsync), one at a time:
+// the edge's full hand-off both ways, including waking the waiter.
+func BenchmarkQueryRoundTrip(b *testing.B) {
+	n, _ := benchNode(b, b.TempDir())
+	defer n.Close()
+	h := hdrhistogram.New(1, int64(time.Second), 3)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := AcquireRequest()
+		r.Query = QueryDepth
+		r.Cmd.Market, r.Cmd.Qty = 0, 5
+		t0 := time.Now()
+		if err := n.Submit(r); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Wait(deadline()); err != nil {
+			b.Fatal(err)
+		}
+		h.RecordValue(int64(time.Since(t0)))
+		ReleaseRequest(r)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(h.ValueAtQuantile(50)), "p50-ns")
+	b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-ns")
+	b.ReportMetric(float64(h.ValueAtQuantile(99.9)), "p99.9-ns")
+}
