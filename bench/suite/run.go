@@ -40,6 +40,11 @@ type Options struct {
 	BenchTime        string        // go test -benchtime for engine and edge ("" = default)
 	JournalBenchTime string        // go test -benchtime for the journal ("" = default)
 	BenchTimeout     time.Duration // per go test run
+	// Budget bounds the whole run: go test runs are cut short to leave
+	// SweepReserve for the two sweeps, and the sweeps stop stepping up in
+	// time to finish (0: no bound).
+	Budget       time.Duration
+	SweepReserve time.Duration
 
 	SkipEngine, SkipJournal, SkipEdge, SkipREST, SkipBare bool
 
@@ -90,6 +95,10 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	r.Commit, r.Dirty = report.Git(o.Repo)
 	fmt.Fprintf(pr, "bench: writing %s (commit %.12s, %d cores, load %s)\n", r.Dir, r.Commit, r.Machine.Cores, r.Machine.LoadAvg)
 
+	end := time.Now().Add(24 * time.Hour)
+	if o.Budget > 0 {
+		end = time.Now().Add(o.Budget)
+	}
 	goEnv := []string{"GOFLAGS=-buildvcs=false"}
 	goBench := func(name, pkg, pattern, benchtime string) *GoRun {
 		args := []string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}
@@ -98,9 +107,16 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		}
 		args = append(args, "-timeout", o.BenchTimeout.String(), pkg)
 		g := &GoRun{Command: "go " + shellJoin(args), RawFile: name + "-bench.txt"}
-		fmt.Fprintf(pr, "bench: %s\n", g.Command)
+		limit := min(o.BenchTimeout+30*time.Second, time.Until(end.Add(-o.SweepReserve)))
+		if limit < 5*time.Second {
+			g.Err = "skipped: the run's time budget is spent"
+			g.Bench = report.ParseGoBench(strings.NewReader(""))
+			fmt.Fprintf(pr, "bench: %s: %s\n", name, g.Err)
+			return g
+		}
+		fmt.Fprintf(pr, "bench: %s (at most %v)\n", g.Command, limit.Round(time.Second))
 		t0 := time.Now()
-		out, err := RunLogged(ctx, o.Repo, goEnv, pr, "["+name+"] ", o.BenchTimeout+time.Minute, o.GoBin, args...)
+		out, err := RunLogged(ctx, o.Repo, goEnv, pr, "["+name+"] ", limit, o.GoBin, args...)
 		g.Elapsed = time.Since(t0)
 		if err != nil {
 			g.Err = err.Error()
@@ -121,12 +137,19 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	if !o.SkipEdge {
 		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime)
 	}
+	// The REST sweep may use its share of what is left; the bare sweep the rest.
+	restShare := 0.55
+	if o.SkipBare {
+		restShare = 1
+	}
+	r.Opts.Search.Deadline = time.Now().Add(time.Duration(float64(time.Until(end)) * restShare))
 	if !o.SkipREST {
 		if err := runREST(r); err != nil {
 			r.RESTErr = err.Error()
 			fmt.Fprintf(pr, "bench: REST: %v\n", err)
 		}
 	}
+	r.Opts.Search.Deadline = end
 	if !o.SkipBare {
 		if err := runBare(r); err != nil {
 			r.BareErr = err.Error()

@@ -34,6 +34,9 @@ type Search struct {
 	HalfDur  time.Duration // the half-saturation step's length
 	Pause    time.Duration // between steps, for the target to drain
 	Criteria load.Criteria
+	// Deadline: no step starts that could not end (with the
+	// half-saturation step after it) before it. Zero: none.
+	Deadline time.Time
 }
 
 // Sweep is a target's step results and its saturation point.
@@ -43,6 +46,7 @@ type Sweep struct {
 	Saturation *StepResult // the highest passing rate; nil if none passed
 	Half       *StepResult // the step at half the saturation rate
 	Capped     bool        // every step passed up to Search.Max
+	OutOfTime  bool        // the search stopped at the run's time budget
 }
 
 // RunSearch steps g's rate up until a step fails, refines between the last
@@ -81,9 +85,14 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 	// try runs a step and, if it fails and retries are on, once more: on
 	// a machine shared with other work one disturbed step should not set
 	// the saturation point. Both runs stay in the report.
+	// fits reports whether a step of dur (plus the half-saturation step)
+	// can still finish before the deadline.
+	fits := func(dur time.Duration) bool {
+		return s.Deadline.IsZero() || time.Now().Add(dur+s.HalfDur+2*s.Pause+s.Duration/2).Before(s.Deadline)
+	}
 	try := func(rate float64, dur time.Duration, role string) *StepResult {
 		r := run(rate, dur, role)
-		if !r.Pass && s.Retry {
+		if !r.Pass && s.Retry && fits(dur) {
 			r = run(rate, dur, role+" retry")
 		}
 		return r
@@ -93,6 +102,11 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 	passIdx := -1
 	rate := s.Start
 	for {
+		if !fits(s.Duration) {
+			sw.OutOfTime = true
+			fmt.Fprintf(progress, "[%s] out of time budget: stopping the search\n", name)
+			break
+		}
 		r := try(rate, s.Duration, "search")
 		if r.Pass {
 			pass, passIdx = rate, len(sw.Steps)-1
@@ -110,7 +124,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		}
 		break
 	}
-	for i := 0; i < s.Refine && pass > 0 && fail > 0 && fail-pass > 0.04*pass; i++ {
+	for i := 0; i < s.Refine && pass > 0 && fail > 0 && fail-pass > 0.04*pass && fits(s.Duration); i++ {
 		mid := math.Round((pass + fail) / 2)
 		if r := try(mid, s.Duration, "refine"); r.Pass {
 			pass, passIdx = mid, len(sw.Steps)-1

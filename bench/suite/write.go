@@ -158,7 +158,11 @@ func summary(r *Run) *report.Table {
 		t.Add("bare fasthttp saturation", "not measured "+r.BareErr, "", "")
 	}
 	if rs > 0 && bs > 0 {
-		t.Add("REST / bare throughput", fmt.Sprintf("%.0f%%", 100*rs/bs), fmt.Sprintf(">= %.0f%%", targetRatio*100), yes(rs/bs >= targetRatio))
+		t.Add("REST / bare throughput (at saturation)", fmt.Sprintf("%.0f%%", 100*rs/bs), fmt.Sprintf(">= %.0f%%", targetRatio*100), yes(rs/bs >= targetRatio))
+	}
+	rp, bp := peak(r.REST), peak(r.Bare)
+	if rp > 0 && bp > 0 {
+		t.Add("peak achieved in any step, REST / bare", fmt.Sprintf("%.0f / %.0f req/s = %.0f%%", rp, bp, 100*rp/bp), "", "")
 	}
 	if r.REST != nil && r.REST.Half != nil {
 		h := r.REST.Half
@@ -173,8 +177,11 @@ func summary(r *Run) *report.Table {
 }
 
 func capped(s *Sweep) string {
-	if s.Capped {
+	switch {
+	case s.Capped:
 		return "(rate cap reached: saturation is higher)"
+	case s.OutOfTime:
+		return "(time budget reached: saturation may be higher)"
 	}
 	return ""
 }
@@ -298,6 +305,9 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 	b.WriteString("\n")
 	if s.Capped {
 		b.WriteString("Every step passed up to the rate cap: the saturation point is above it.\n\n")
+	}
+	if s.OutOfTime {
+		b.WriteString("**The search stopped at the run's time budget**: the saturation point may be higher.\n\n")
 	}
 	// Ops and errors, summed over steps.
 	ops := map[string]int64{}
@@ -455,4 +465,16 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(report.TimelinePlot(title, series)), 0o644); err == nil {
 		fmt.Fprintf(b, "![%s](%s)\n\n", name, name)
 	}
+}
+
+// peak is the highest achieved rate of any step, latency regardless.
+func peak(s *Sweep) float64 {
+	if s == nil {
+		return 0
+	}
+	var p float64
+	for i := range s.Steps {
+		p = max(p, s.Steps[i].Achieved())
+	}
+	return p
 }

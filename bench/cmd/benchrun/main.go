@@ -50,7 +50,9 @@ func main() {
 	satErr := flag.Float64("sat-errors", 0.01, "saturation criterion: failed+unsent fraction at most this")
 	benchtime := flag.String("benchtime", "", "go test -benchtime for the engine and edge benchmarks (default: go's)")
 	journalBenchtime := flag.String("journal-benchtime", "", "go test -benchtime for the journal benchmarks (default: go's)")
-	benchTimeout := flag.Duration("bench-timeout", 4*time.Minute, "timeout of each go test run")
+	benchTimeout := flag.Duration("bench-timeout", 3*time.Minute, "timeout of each go test run")
+	budget := flag.Duration("budget", 9*time.Minute+15*time.Second, "bound on the whole run (go benchmarks are cut short and the sweeps stop stepping up to stay within it); 0: none")
+	sweepReserve := flag.Duration("sweep-reserve", 4*time.Minute+30*time.Second, "part of -budget kept for the two load sweeps")
 	skipEngine := flag.Bool("skip-engine", false, "skip the engine benchmark")
 	skipJournal := flag.Bool("skip-journal", false, "skip the journal benchmarks")
 	skipEdge := flag.Bool("skip-edge", false, "skip the edge's in-process benchmarks")
@@ -86,7 +88,9 @@ func main() {
 	quickDefault("pause", func() { *pause = 200 * time.Millisecond })
 	quickDefault("benchtime", func() { *benchtime = "100ms" })
 	quickDefault("journal-benchtime", func() { *journalBenchtime = "1x" })
-	quickDefault("bench-timeout", func() { *benchTimeout = time.Minute })
+	quickDefault("bench-timeout", func() { *benchTimeout = 30 * time.Second })
+	quickDefault("budget", func() { *budget = 50 * time.Second })
+	quickDefault("sweep-reserve", func() { *sweepReserve = 25 * time.Second })
 
 	ms, err := load.SelectMarkets(load.DefaultMarkets(), *markets)
 	if err != nil {
@@ -115,6 +119,7 @@ func main() {
 		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine, Retry: *retry,
 			Duration: *step, HalfDur: *halfStep, Pause: *pause,
 			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
+		Budget: *budget, SweepReserve: *sweepReserve,
 		BenchTime: *benchtime, JournalBenchTime: *journalBenchtime, BenchTimeout: *benchTimeout,
 		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
 		Progress: os.Stderr,
