@@ -43,7 +43,7 @@ func TestWriteReport(t *testing.T) {
 	}
 	s := string(b)
 	for _, want := range []string{
-		"REST / bare throughput", " 100% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
+		"REST / bare throughput (at saturation)", " 100% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
 		"search (**saturation**)", "place HTTP 503 code -1054", "rest-02-2000.hgrm", "latency.svg", "engine Mixed: per command (ns/op)", "4000000 cmds/s",
 		"journal) and replay", "Skipped.",
 	} {
