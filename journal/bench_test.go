@@ -148,6 +148,7 @@ func benchDurable(b *testing.B, batch int) {
 			n, u := benchNode(b, b.TempDir())
 			defer n.Close()
 			reqs := make([]*Request, 0, batch)
+			k0, y0 := n.Written()
 			b.ReportAllocs()
 			b.ResetTimer()
 			t0 := time.Now()
@@ -173,6 +174,9 @@ func benchDurable(b *testing.B, batch int) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "cmds/s")
+			k1, y1 := n.Written()
+			b.ReportMetric(float64(k1-k0)/float64(b.N), "keys/cmd")
+			b.ReportMetric(float64(y1-y0)/float64(b.N), "bytes/cmd")
 		}
 	}
 }

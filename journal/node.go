@@ -203,6 +203,16 @@ func (n *Node) Fresh() bool { return n.fresh }
 // loading the snapshot and replaying took.
 func (n *Node) Replayed() (int, time.Duration) { return n.replayed, n.replayDur }
 
+// Written returns the Pebble keys and bytes the shards have committed
+// since Open (journal records and history rows).
+func (n *Node) Written() (keys, bytes uint64) {
+	for _, s := range n.shards {
+		keys += s.wroteKeys.Load()
+		bytes += s.wroteBytes.Load()
+	}
+	return keys, bytes
+}
+
 // Shards returns the number of market shards (the ledger shard is one more).
 func (n *Node) Shards() int { return n.nMarket }
 

@@ -37,6 +37,10 @@ type shard struct {
 	seq    uint64 // last applied (shard goroutine; set by recovery before start)
 	timeMs int64  // time of the last batch
 
+	// wrote counts Pebble keys and bytes committed (for benchmarks and
+	// operators: the history rows, not the journal, dominate both).
+	wroteKeys, wroteBytes atomic.Uint64
+
 	applying atomic.Uint64 // seq of the command being applied (published before Apply)
 	flushed  atomic.Uint64 // last seq durable and flushed
 	stopped  atomic.Bool
@@ -147,6 +151,8 @@ func (s *shard) segment(b []*Request) {
 		s.rec = finishRecord(s.rec, count)
 		s.key = journalKey(s.key[:0], s.id, first)
 		wb.Set(s.key, s.rec, nil)
+		s.wroteKeys.Add(uint64(wb.Count()))
+		s.wroteBytes.Add(uint64(wb.Len()))
 		if err := wb.Commit(pebble.Sync); err != nil {
 			// The state in memory is ahead of the journal and can no longer
 			// be made durable: stopping loudly is the only honest answer.
