@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -113,16 +114,19 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
 	if ep != nil {
 		w = ep.ipWeight
 	}
+	// Weights are counted (and reported) even when limits are disabled.
 	rl := &s.cfg.RateLimits
+	ipBudget, uidBudget := int64(math.MaxInt64), int64(math.MaxInt64)
 	if rl.Enabled {
-		used, ok, retry := s.ipLim.take(ipKey(ctx.RemoteIP()), w, rl.IPWeight, st.nowMs)
-		st.hdr = appendInt(st.hdr[:0], used)
-		ctx.Response.Header.SetBytesV("X-USED-WEIGHT-IP-10S", st.hdr)
-		if !ok {
-			st.hdr = appendInt(st.hdr[:0], retry)
-			ctx.Response.Header.SetBytesV("Retry-After", st.hdr)
-			return errRateLimited
-		}
+		ipBudget, uidBudget = rl.IPWeight, rl.UIDWeight
+	}
+	used, ok, retry := s.ipLim.take(ipKey(ctx.RemoteIP()), w, ipBudget, st.nowMs)
+	st.hdr = appendInt(st.hdr[:0], used)
+	ctx.Response.Header.SetBytesV("X-USED-WEIGHT-IP-10S", st.hdr)
+	if !ok {
+		st.hdr = appendInt(st.hdr[:0], retry)
+		ctx.Response.Header.SetBytesV("Retry-After", st.hdr)
+		return errRateLimited
 	}
 	if len(ctx.Request.Body()) > MaxBodyBytes {
 		ctx.SetConnectionClose()
@@ -140,19 +144,16 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
 		if c, e = s.authenticate(ctx, st.nowMs); e != nil {
 			return e
 		}
-		if rl.Enabled {
-			budget := rl.UIDWeight
-			if c.uidBudget > 0 {
-				budget = c.uidBudget
-			}
-			used, ok, retry := s.uidLim.take(uint64(c.uid), ep.uidWeight, budget, st.nowMs)
-			st.hdr = appendInt(st.hdr[:0], used)
-			ctx.Response.Header.SetBytesV("X-USED-WEIGHT-UID-10S", st.hdr)
-			if !ok {
-				st.hdr = appendInt(st.hdr[:0], retry)
-				ctx.Response.Header.SetBytesV("Retry-After", st.hdr)
-				return errRateLimited
-			}
+		if rl.Enabled && c.uidBudget > 0 {
+			uidBudget = c.uidBudget
+		}
+		used, ok, retry := s.uidLim.take(uint64(c.uid), ep.uidWeight, uidBudget, st.nowMs)
+		st.hdr = appendInt(st.hdr[:0], used)
+		ctx.Response.Header.SetBytesV("X-USED-WEIGHT-UID-10S", st.hdr)
+		if !ok {
+			st.hdr = appendInt(st.hdr[:0], retry)
+			ctx.Response.Header.SetBytesV("Retry-After", st.hdr)
+			return errRateLimited
 		}
 	}
 	if ctx.IsPost() && !isJSON(ctx.Request.Header.ContentType()) {
