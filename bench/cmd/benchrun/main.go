@@ -37,7 +37,7 @@ func main() {
 	place := flag.Float64("place", 0.5, "fraction of requests that place orders (the rest cancel)")
 	take := flag.Float64("take", 0.1, "fraction of placements that cross the spread (IOC)")
 	populate := flag.Int("populate", 500, "resting orders per market before the steps")
-	start := flag.Float64("start", 2000, "first offered rate, req/s")
+	start := flag.Float64("start", 1000, "first offered rate, req/s")
 	factor := flag.Float64("factor", 1.5, "rate multiplier between passing steps")
 	maxRate := flag.Float64("max-rate", 200000, "highest rate offered")
 	refine := flag.Int("refine", 2, "bisection steps after the first failing rate")
