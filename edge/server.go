@@ -120,6 +120,12 @@ func Open(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
+	acc := node.Accounts()
+	for i := 0; i < acc.NumUsers(); i++ { // users restored from a snapshot too
+		if uid := acc.UID(engine.UserIdx(i)); uid > s.maxUID.Load() {
+			s.maxUID.Store(uid)
+		}
+	}
 	sf, seeds, err := openSeedFile(o.DataDir)
 	if err != nil {
 		node.Close()

@@ -385,6 +385,11 @@ func TestRestart(t *testing.T) {
 			t.Errorf("%s after restart:\n got %s\nwant %s", k, after[k], v)
 		}
 	}
+	// new uids continue after the highest registered one.
+	s2.ok(req{method: "POST", path: "/admin/v1/users", body: `{}`, admin: true}, &nu)
+	if nu.UID != 10005 {
+		t.Errorf("uid after restart: got %d, want 10005", nu.UID)
+	}
 	// the admin-created user keeps its credentials and orders.
 	var open []order
 	s2.get(&admUser, "/api/v3/openOrders", &open)
