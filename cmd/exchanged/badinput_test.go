@@ -258,6 +258,9 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		res := s.do(c.r)
+		if !c.r.admin && res.hdr.Get("X-USED-WEIGHT-IP-10S") == "" {
+			t.Errorf("%s: no X-USED-WEIGHT-IP-10S header", c.name)
+		}
 		if res.status != c.status {
 			t.Errorf("%s: got status %d %s, want %d", c.name, res.status, res.body, c.status)
 			continue

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -430,4 +433,46 @@ func TestConcurrentBatches(t *testing.T) {
 	if bals[0].Available == "0.00000000" && bals[1].Available == "0.00000000" {
 		t.Errorf("no fees collected: %+v", bals)
 	}
+}
+
+// TestIPRateLimit: the IP budget applies to public endpoints too, with
+// Retry-After, and the admin token overrides from the command line work.
+func TestIPRateLimit(t *testing.T) {
+	cfg, err := os.ReadFile("testdata/e2e.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cfg.json")
+	os.WriteFile(path, []byte(strings.Replace(string(cfg), `"ip_weight_per_10s": 1000000`, `"ip_weight_per_10s": 50`, 1)), 0o644)
+	s := startServerConfig(t, path, "", "-admin-token", "test-admin")
+	var codes []int
+	var last resp
+	for attempt := 0; attempt < 3; attempt++ {
+		// wait for a fresh 10 s window so the burst does not straddle two
+		time.Sleep(time.Duration(10_000-time.Now().UnixMilli()%10_000+20) * time.Millisecond)
+		win := time.Now().UnixMilli() / 10_000
+		codes = codes[:0]
+		for i := 0; i < 4; i++ { // exchangeInfo weighs 20
+			last = s.do(req{method: "GET", path: "/api/v3/exchangeInfo"})
+			codes = append(codes, last.status)
+		}
+		if time.Now().UnixMilli()/10_000 == win {
+			break
+		}
+	}
+	if fmt.Sprint(codes) != "[200 200 429 429]" {
+		t.Fatalf("statuses: got %v, want [200 200 429 429]", codes)
+	}
+	var e apiErr
+	json.Unmarshal(last.body, &e)
+	ra, _ := strconv.Atoi(last.hdr.Get("Retry-After"))
+	if e.Code != -1003 || ra < 1 || ra > 10 || last.hdr.Get("X-USED-WEIGHT-IP-10S") != "40" {
+		t.Errorf("429: got %s Retry-After %q used %q", last.body, last.hdr.Get("Retry-After"), last.hdr.Get("X-USED-WEIGHT-IP-10S"))
+	}
+	// signed requests from the same IP are refused as well, before authentication.
+	if res := s.do(req{method: "GET", path: "/api/v3/openOrders?symbol=BTCUSDT&limit=x", u: &userA}); res.status != 429 && res.status != 400 {
+		t.Errorf("signed request over the IP budget: got %d %s", res.status, res.body)
+	}
+	// the admin API is not rate limited.
+	s.stateHash()
 }

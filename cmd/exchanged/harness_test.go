@@ -58,10 +58,15 @@ var readyRE = regexp.MustCompile(`ready rest=(\S+) admin=(\S+)`)
 // startServer starts the binary on free loopback ports with the test config.
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
+	return startServerConfig(t, "testdata/e2e.json", dataDir, extra...)
+}
+
+func startServerConfig(t *testing.T, config, dataDir string, extra ...string) *server {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
-	args := append([]string{"-config", "testdata/e2e.json", "-data", dataDir,
+	args := append([]string{"-config", config, "-data", dataDir,
 		"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0"}, extra...)
 	cmd := exec.Command(binPath, args...)
 	stderr, err := cmd.StderrPipe()
