@@ -2,7 +2,9 @@ package engine_test
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,6 +179,46 @@ func (h *harness) diffState() string {
 		if fmt.Sprint(gb, ga) != fmt.Sprint(wb, wa) {
 			fmt.Fprintf(&sb, "%s depth: got bids %v asks %v, want bids %v asks %v\n", m.Symbol, gb, ga, wb, wa)
 		}
+		gb, ga = e.Depth(m.ID, 3, gb[:0], ga[:0])
+		if fmt.Sprint(gb, ga) != fmt.Sprint(wb[:min(3, len(wb))], wa[:min(3, len(wa))]) {
+			fmt.Fprintf(&sb, "%s depth 3: got bids %v asks %v, want the first 3 of bids %v asks %v\n", m.Symbol, gb, ga, wb, wa)
+		}
+		// every working order is found by id and by client id, as itself
+		for _, o := range m.Orders {
+			want := h.ref.OpenOrders(o.User, m.ID)
+			var w engine.OrderView
+			for _, v := range want {
+				if v.OrderID == o.ID {
+					w = v
+				}
+			}
+			if got, ok := e.Order(o.User, m.ID, o.ID, nil); !ok || got != w {
+				fmt.Fprintf(&sb, "%s Order(id %d): got %+v, %v; want %+v\n", m.Symbol, o.ID, got, ok, w)
+			}
+			if got, ok := e.Order(o.User, m.ID, 0, []byte(o.CID)); !ok || got != w {
+				fmt.Fprintf(&sb, "%s Order(cid %q): got %+v, %v; want %+v\n", m.Symbol, o.CID, got, ok, w)
+			}
+		}
+	}
+	// every user's working orders in all markets, oldest first
+	for u := range h.ref.Users {
+		var want []engine.OrderView
+		for _, m := range h.ref.Markets {
+			want = append(want, h.ref.OpenOrders(engine.UserIdx(u), m.ID)...)
+		}
+		slices.SortStableFunc(want, func(a, b engine.OrderView) int {
+			return cmp.Or(cmp.Compare(a.TimeMs, b.TimeMs), cmp.Compare(a.OrderID, b.OrderID))
+		})
+		var got []engine.OrderView
+		for _, e := range h.cl.Engines {
+			got = e.OpenOrders(engine.UserIdx(u), engine.AllMarkets, got)
+		}
+		if len(h.cl.Engines) > 1 {
+			engine.SortOrders(got)
+		}
+		if !slices.Equal(got, want) {
+			fmt.Fprintf(&sb, "uid %d OpenOrders(AllMarkets): got %d orders %v, want %d %v\n", h.ref.Users[u].UID, len(got), ids(got), len(want), ids(want))
+		}
 	}
 	if sb.Len() == 0 {
 		if got, want := engine.StateHash(acc, h.cl.All), h.ref.StateHash(); got != want {
@@ -184,6 +226,14 @@ func (h *harness) diffState() string {
 		}
 	}
 	return sb.String()
+}
+
+func ids(vs []engine.OrderView) []int64 {
+	var r []int64
+	for _, v := range vs {
+		r = append(r, v.OrderID)
+	}
+	return r
 }
 
 // checkInvariants runs engine.CheckInvariants and this file's own
