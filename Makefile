@@ -13,7 +13,8 @@ build:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	$(GO) build $(GOFLAGS) -o $(BIN)/audit ./tools/audit
 
-run: build
+run:
+	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	./$(BIN)/exchanged -data ./data
 
 # the reference client for the conformance test (cmd/exchanged/ccxt_test.go),
