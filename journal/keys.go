@@ -18,6 +18,8 @@ import (
 //	"b" uid(8) timeMs(8) billID(8)                finance record (Bill)
 //	"t" uid(8) market(2) timeMs(8) tradeID(8) role(1)   user trade (role 0 maker, 1 taker)
 //	"p" market(2) tradeID(8)                      public trade
+//	"u" user(4)                                   the CmdAddUser that registered user index
+//	                                              (record encoding), for OnAddUser after a snapshot
 const (
 	pfxMeta     = 'm'
 	pfxJournal  = 'j'
@@ -28,6 +30,7 @@ const (
 	pfxBill     = 'b'
 	pfxTrade    = 't'
 	pfxPublic   = 'p'
+	pfxUser     = 'u'
 )
 
 var be = binary.BigEndian
@@ -80,4 +83,8 @@ func tradeKey(dst []byte, uid int64, m engine.MarketID, timeMs, id int64, taker 
 func publicKey(dst []byte, m engine.MarketID, id int64) []byte {
 	dst = be.AppendUint16(append(dst, pfxPublic), uint16(m))
 	return be.AppendUint64(dst, s64(id))
+}
+
+func userKey(dst []byte, u engine.UserIdx) []byte {
+	return be.AppendUint32(append(dst, pfxUser), uint32(u))
 }

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,53 @@ func TestPinned(t *testing.T) {
 	mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 1, Amount: 5})))
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOnAddUserAfterSnapshot: OnAddUser sees every registered user, with
+// its seed, whether its CmdAddUser is replayed or covered by a snapshot.
+func TestOnAddUserAfterSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := func(n *Node, uid int64) {
+		r := AcquireRequest()
+		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid}
+		r.Cmd.Text.Set([]byte(fmt.Sprintf("seed-%d", uid)))
+		if err := n.Submit(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Wait(deadline()); err != nil || r.Out.Reject != engine.OK {
+			t.Fatalf("add user %d: %v %v", uid, err, r.Out.Reject)
+		}
+		ReleaseRequest(r)
+	}
+	for _, uid := range []int64{feeUID, 100, 200} {
+		reg(n, uid)
+	}
+	n.Close() // snapshot covers the three
+	var got []string
+	o := testOptions(t, dir)
+	o.OnAddUser = func(c *engine.Cmd) { got = append(got, fmt.Sprintf("%d:%s", c.UID, c.Text.String())) }
+	n, err = Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg(n, 300) // after the snapshot: replayed from the journal tail
+	img := t.TempDir() + "/img"
+	crashImage(t, n, img)
+	n.Close()
+	got = got[:0]
+	o.Dir = img
+	n, err = Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	want := "1:seed-1 100:seed-100 200:seed-200 300:seed-300"
+	if s := strings.Join(got, " "); s != want {
+		t.Fatalf("OnAddUser calls: got %q, want %q", s, want)
 	}
 }

@@ -219,6 +219,11 @@ func (s *shard) history(wb *pebble.Batch, c *engine.Cmd) {
 		k = publicKey(k[:0], t.Market, t.TradeID)
 		wb.Set(k, val, nil)
 	}
+	if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {
+		k = userKey(k[:0], c.User)
+		val = appendCmd(val[:0], c)
+		wb.Set(k, val, nil)
+	}
 	for i := range o.Bills {
 		x := &o.Bills[i]
 		k = billKey(k[:0], x.UID, x.TimeMs, x.BillID)

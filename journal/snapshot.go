@@ -205,6 +205,9 @@ func (x *impl) loadSnapshot() ([]uint64, error) {
 			from[i] = s.seq + 1
 		}
 		x.logf("journal: loaded snapshot %d (seqs %v)", no, x.seqsNow())
+		if err := x.announceUsers(); err != nil {
+			return nil, err
+		}
 		return from, nil
 	}
 	return from, it.Error()
@@ -302,4 +305,34 @@ func (x *impl) snapshotter() {
 			last = time.Now()
 		}
 	}
+}
+
+// announceUsers calls OnAddUser, in user order, for every user the loaded
+// snapshot registered: their CmdAddUser is before the snapshot and will not
+// be replayed, but the edge needs it (credentials). The commands come from
+// the "u" rows written with them.
+func (x *impl) announceUsers() error {
+	f := x.opt.OnAddUser
+	if f == nil {
+		return nil
+	}
+	n := x.acc.NumUsers()
+	seen := 0
+	err := x.scan([]byte{pfxUser}, userKey(nil, engine.UserIdx(n)), false, func(k, v []byte) bool {
+		var c engine.Cmd
+		if _, err := decodeCmd(v, &c); err != nil || c.Kind != engine.CmdAddUser {
+			x.logf("journal: bad user row %x", k)
+			return true
+		}
+		seen++
+		f(&c)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if seen != n {
+		x.logf("journal: %d users in the snapshot, %d registration rows", n, seen)
+	}
+	return nil
 }
