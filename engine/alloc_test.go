@@ -48,8 +48,9 @@ func (bn *bench) limit(u int, side engine.Side, tif engine.TIF, p engine.Price, 
 }
 
 // TestAllocsHotPath: in steady state, placing a resting order, cancelling
-// it, and placing an order that trades (maker filled and removed) allocate
-// nothing (DESIGN.md: no allocation on the hot path).
+// it, placing an order that trades (maker filled and removed, or taker
+// resting its remainder), a market order, and self-trade prevention
+// allocate nothing (DESIGN.md: no allocation on the hot path).
 func TestAllocsHotPath(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -87,12 +88,25 @@ func TestAllocsHotPath(t *testing.T) {
 		if bn.out.Reject != engine.OK {
 			t.Fatalf("cancel %d: got %v, want OK", id, bn.out.Reject)
 		}
+		// a market buy taking a new ask at the touch
+		bn.apply(bn.e, bn.limit(k+4, engine.Sell, engine.GTC, mid, 10))
+		ui, uid = bn.user(k + 5)
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdPlace, User: ui, UID: uid, Market: 0, Side: engine.Buy, Type: engine.Market, Qty: 10})
+		if len(bn.out.Trades) != 1 {
+			t.Fatalf("market buy: got %d trades, want 1", len(bn.out.Trades))
+		}
+		// self-trade prevention: an IOC meets its own user's resting bid
+		bn.apply(bn.e, bn.limit(k+6, engine.Buy, engine.GTC, mid, 10))
+		bn.apply(bn.e, bn.limit(k+6, engine.Sell, engine.IOC, mid, 10))
+		if len(bn.out.Updates) != 2 || bn.out.Updates[0].Status != engine.StatusExpired {
+			t.Fatalf("self-trade: got updates %+v, want the resting bid expired", bn.out.Updates)
+		}
 	}
 	for i := 0; i < 2000; i++ { // warm-up: every buffer reaches its size
 		cycle()
 	}
 	if n := testing.AllocsPerRun(2000, cycle); n != 0 {
-		t.Errorf("hot path (7 commands: place resting, cancel, place, IOC taking it, place, crossing place resting, cancel): got %v allocs per cycle, want 0", n)
+		t.Errorf("hot path (11 commands: place resting, cancel, place, IOC taking it, place, crossing place resting, cancel, place, market taking it, place, IOC expiring it by self-trade prevention): got %v allocs per cycle, want 0", n)
 	}
 }
 
