@@ -291,6 +291,27 @@ func TestBadInputs(t *testing.T) {
 			t.Errorf("%s: got code %d (%s), want %d", c.name, e.Code, e.Msg, c.code)
 		}
 	}
+	// every proper prefix of valid bodies is malformed JSON.
+	truncated := 0
+	for _, v := range []struct{ path, body string }{
+		{"/api/v3/order", order1(okOrder + `,"newClientOrderId":"trunc"`)},
+		{"/api/v3/order/batch", `{"symbol":"BTCUSDT","orderList":[{"side":"BUY","type":"LIMIT","timeInForce":"GTC","quantity":"0.01","price":"100"}]}`},
+		{"/api/v3/tax/income", `{"coin":"USDT","limit":5}`},
+	} {
+		for n := 0; n < len(v.body); n++ {
+			if strings.TrimSpace(v.body[:n]) == "" && v.path == "/api/v3/tax/income" {
+				continue // an empty body means {} there
+			}
+			res := s.do(req{method: "POST", path: v.path, body: v.body[:n], u: &userA})
+			var e apiErr
+			json.Unmarshal(res.body, &e)
+			if res.status != 400 || e.Code != -1135 {
+				t.Errorf("%s truncated to %q: got %d %s, want 400 -1135", v.path, v.body[:n], res.status, res.body)
+			}
+			truncated++
+		}
+	}
+	t.Logf("%d truncated bodies checked", truncated)
 	if after := s.stateHash(); after != before {
 		t.Errorf("state hash changed by bad inputs: %s -> %s", before, after)
 	}
