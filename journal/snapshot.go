@@ -115,29 +115,44 @@ func (n *Node) Snapshot() error {
 }
 
 // snapshotLocked takes a snapshot at a barrier; the caller holds barMu.
-func (x *impl) snapshotLocked() (err error) {
+// The shards wait only while the state is encoded; the write and its sync
+// happen after they have been released (the encoded bytes are consistent
+// whatever the shards do next).
+func (x *impl) snapshotLocked() error {
 	b, err := x.stopAll(time.Time{})
 	if err != nil {
 		return err
 	}
-	defer close(b.release)
-	defer func() {
-		if p := recover(); p != nil { // engine snapshot code not ready or broken
-			err = fmt.Errorf("journal: snapshot: %v", p)
-		}
-	}()
-	if x.sinceSnap.Load() == 0 && x.snapNo > 0 {
-		return nil // nothing new since the last one
-	}
 	t0 := time.Now()
-	v := encodeSnapshot(x)
+	v, seqs, err := x.encodeAtBarrier()
+	close(b.release)
+	if err != nil || v == nil {
+		return err
+	}
+	pause := time.Since(t0)
 	x.snapNo++
 	if err := x.db.Set(snapshotKey(nil, x.snapNo), v, pebble.Sync); err != nil {
 		return fmt.Errorf("journal: write snapshot: %v", err)
 	}
-	x.sinceSnap.Store(0)
-	x.logf("journal: snapshot %d: %d bytes, seqs %v, in %v", x.snapNo, len(v), x.seqsNow(), time.Since(t0).Round(time.Millisecond))
+	x.logf("journal: snapshot %d: %d bytes, seqs %v, shards paused %v, written in %v", x.snapNo, len(v), seqs,
+		pause.Round(time.Microsecond), time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// encodeAtBarrier encodes the snapshot while every shard is stopped; nil
+// when nothing changed since the last one.
+func (x *impl) encodeAtBarrier() (v []byte, seqs []uint64, err error) {
+	defer func() {
+		if p := recover(); p != nil { // engine snapshot code broken: report, keep running
+			v, err = nil, fmt.Errorf("journal: snapshot: %v", p)
+		}
+	}()
+	if x.sinceSnap.Load() == 0 && x.snapNo > 0 {
+		return nil, nil, nil
+	}
+	v = encodeSnapshot(x)
+	x.sinceSnap.Store(0)
+	return v, x.seqsNow(), nil
 }
 
 // Snapshot value (version 1), little-endian:
