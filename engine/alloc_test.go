@@ -305,3 +305,60 @@ func TestRestingOrderMemory(t *testing.T) {
 		t.Errorf("got %.0f bytes per resting order, want <= 256", got)
 	}
 }
+
+// TestMixedStreamInvariants drives the benchmark's stream (a ~10k-order
+// book, heavy churn: id tables and level pools grow, shrink and reuse
+// slots) and checks the whole-state invariants and a snapshot round trip
+// along the way.
+func TestMixedStreamInvariants(t *testing.T) {
+	n := 300_000
+	if testing.Short() {
+		n = 50_000
+	}
+	mx := newMixed(t, 10_000)
+	specs := enginetest.Specs(enginetest.Coins(), enginetest.MarketConfigs())
+	trades := 0
+	for i := 1; i <= n; i++ {
+		mx.step()
+		trades += len(mx.bn.out.Trades)
+		if i%50_000 == 0 {
+			if err := engine.CheckInvariants(mx.bn.cl.Acc, mx.bn.cl.All); err != nil {
+				t.Fatalf("after %d commands: %v", i, err)
+			}
+			if err := ownInvariants(mx.bn.cl, specs); err != nil {
+				t.Fatalf("after %d commands: %v", i, err)
+			}
+		}
+	}
+	if trades < n/10 || mx.hits < n/10 {
+		t.Fatalf("stream too tame: %d trades, %d cancels hit in %d commands", trades, mx.hits, n)
+	}
+	// a restart from snapshots gives the same state
+	cl := mx.bn.cl
+	re := enginetest.NewCluster(1)
+	if err := re.Acc.LoadSnapshot(cl.Acc.AppendSnapshot(nil)); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range cl.All {
+		if err := re.All[i].LoadSnapshot(e.AppendSnapshot(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := engine.StateHash(re.Acc, re.All), engine.StateHash(cl.Acc, cl.All); got != want {
+		t.Fatalf("state hash after restore: got %x, want %x", got, want)
+	}
+	if err := engine.CheckInvariants(re.Acc, re.All); err != nil {
+		t.Fatal(err)
+	}
+	// and the restored engine goes on working
+	mx.bn.cl, mx.bn.e = re, re.Engines[0]
+	for i := 0; i < 50_000; i++ {
+		mx.step()
+	}
+	if err := engine.CheckInvariants(re.Acc, re.All); err != nil {
+		t.Fatalf("50k commands after the restore: %v", err)
+	}
+	if err := ownInvariants(re, specs); err != nil {
+		t.Fatalf("50k commands after the restore: %v", err)
+	}
+}
