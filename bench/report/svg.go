@@ -8,6 +8,12 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
+// Mark is a horizontal reference line (a latency target).
+type Mark struct {
+	Ms    float64
+	Label string
+}
+
 // Series is one latency-by-percentile curve.
 type Series struct {
 	Name   string
@@ -45,7 +51,7 @@ func nines(p float64) float64 {
 
 // PercentilePlot draws the curves as an SVG: x is the percentile on the
 // usual HdrHistogram "nines" scale, y the latency in ms on a log scale.
-func PercentilePlot(title string, series []Series) string {
+func PercentilePlot(title string, series []Series, marks ...Mark) string {
 	const (
 		width, height = 960, 540
 		left, right   = 70, 230
@@ -66,6 +72,9 @@ func PercentilePlot(title string, series []Series) string {
 		}
 	}
 	xmax = math.Min(math.Ceil(xmax), 6)
+	for _, m := range marks {
+		ymin, ymax = math.Min(ymin, m.Ms), math.Max(ymax, m.Ms)
+	}
 	if math.IsInf(ymin, 1) {
 		ymin, ymax = 0.01, 1
 	}
@@ -109,6 +118,11 @@ func PercentilePlot(title string, series []Series) string {
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">percentile</text>`+"\n", float64(left)+pw/2, height-8)
 	fmt.Fprintf(&b, `<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">latency (ms, log scale)</text>`+"\n", float64(top)+ph/2, float64(top)+ph/2)
+	for _, m := range marks {
+		y := py(m.Ms)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000" stroke-dasharray="2 3"/>`+"\n", left, y, float64(left)+pw, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11">%s</text>`+"\n", left+4, y-3, xmlEscape(m.Label))
+	}
 	// Curves and legend.
 	for i, s := range series {
 		color := palette[i%len(palette)]

@@ -173,6 +173,18 @@ func summary(r *Run) *report.Table {
 		h := r.Bare.Half
 		t.Add(fmt.Sprintf("bare p99 at half its saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "", "")
 	}
+	for _, sw := range []*Sweep{r.REST, r.Bare} {
+		if sw == nil || len(sw.Steps) == 0 {
+			continue
+		}
+		var sum, peak, pacer float64
+		for i := range sw.Steps {
+			sum += sw.Steps[i].OtherCPU
+			peak = max(peak, sw.Steps[i].OtherCPU)
+			pacer = max(pacer, float64(sw.Steps[i].Pacer.ValueAtPercentile(99))/1000)
+		}
+		t.Add("noise during the "+sw.Name+" sweep: other processes' CPU", fmt.Sprintf("mean %.2f, max %.2f cores; worst pacer p99 %.1f ms", sum/float64(len(sw.Steps)), peak, pacer), "~0", yes(peak < 0.25))
+	}
 	return t
 }
 
@@ -401,7 +413,8 @@ func compareSeries(r *Run) []report.Series {
 }
 
 func writePlot(dir, name, title string, series []report.Series) string {
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(report.PercentilePlot(title, series)), 0o644); err != nil {
+	mark := report.Mark{Ms: float64(targetHalfP99) / 1e6, Label: "target: p99 <= 2 ms at half saturation"}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(report.PercentilePlot(title, series, mark)), 0o644); err != nil {
 		return ""
 	}
 	return name
