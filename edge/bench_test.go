@@ -77,8 +77,8 @@ func BenchmarkBatchOrder(b *testing.B) {
 // TestBatchAllocs is the allocation gate: at most 2 allocations per batch
 // request in steady state (DESIGN.md), measured as BenchmarkBatchOrder does.
 func TestBatchAllocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("journal fsyncs")
+	if testing.Short() || raceEnabled {
+		t.Skip("journal fsyncs; the race detector allocates")
 	}
 	s := openTestServer(t)
 	ctx := signedCtx("POST", "/api/v3/order/batch", batchBody)
@@ -110,5 +110,49 @@ func BenchmarkAuthOpenOrders(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		s.serveREST(ctx)
+	}
+}
+
+// TestConcurrentHandlers runs every kind of handler from several goroutines
+// at once (run with -race).
+func TestConcurrentHandlers(t *testing.T) {
+	s := openTestServer(t)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			ctxs := []*fasthttp.RequestCtx{
+				signedCtx("POST", "/api/v3/order/batch", batchBody),
+				signedCtx("POST", "/api/v3/order", `{"symbol":"ETHUSDT","side":"BUY","type":"LIMIT","quantity":"0.01","price":"10"}`),
+				signedCtx("GET", "/api/v3/openOrders", ""),
+				signedCtx("GET", "/api/v3/account/", ""),
+				signedCtx("DELETE", "/api/v3/openOrders?symbol=ETHUSDT", ""),
+				signedCtx("POST", "/api/v3/tax/income", `{}`),
+				signedCtx("GET", "/api/v3/allOrders?symbol=BTCUSDT", ""),
+				signedCtx("GET", "/api/v3/market/ticker/24hr", ""),
+				signedCtx("POST", "/api/v3/order", `{`),
+			}
+			for i := 0; i < 20; i++ {
+				for _, ctx := range ctxs {
+					s.serveREST(ctx)
+					if c := ctx.Response.StatusCode(); c >= 500 {
+						t.Errorf("%s %s: %d %s", ctx.Method(), ctx.RequestURI(), c, ctx.Response.Body())
+					}
+				}
+			}
+			var admin fasthttp.RequestCtx
+			admin.Request.Header.SetMethod("POST")
+			admin.Request.SetRequestURI("/admin/v1/users")
+			admin.Request.Header.SetContentType("application/json")
+			admin.Request.Header.Set("X-Admin-Token", "change-me")
+			admin.Request.SetBodyString("{}")
+			s.serveAdmin(&admin)
+			if admin.Response.StatusCode() != 200 {
+				t.Errorf("admin user: %d %s", admin.Response.StatusCode(), admin.Response.Body())
+			}
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		<-done
 	}
 }
