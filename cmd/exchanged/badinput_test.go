@@ -69,7 +69,8 @@ func badCases() []badCase {
 		{"no Content-Type POST", req{method: "POST", path: "/api/v3/order", body: order1(okOrder), u: a, contentType: ct("")}, 400, -1045, ""},
 		{"form POST batch", req{method: "POST", path: "/api/v3/order/batch", body: batch1(`{}`), u: a, contentType: ct("application/x-www-form-urlencoded")}, 400, -1045, ""},
 		{"json-ish content type", req{method: "POST", path: "/api/v3/tax/income", body: `{}`, u: a, contentType: ct("application/jsonx")}, 400, -1045, ""},
-		{"oversized body", place(big), 413, 0, ""},
+		{"oversized body", place(big), 413, -1140, ""},
+		{"oversized headers", req{method: "GET", path: "/api/v3/time", headers: map[string]string{"X-Big": strings.Repeat("a", 10000)}}, 431, -1140, ""},
 		{"unknown path", get("/api/v3/nothing"), 404, -1000, ""},
 		{"unknown public path", req{method: "GET", path: "/api/v9/time"}, 404, -1000, ""},
 		{"PUT order", req{method: "PUT", path: "/api/v3/order", body: order1(okOrder), u: a}, 405, -1150, ""},
@@ -258,7 +259,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, c := range cases {
 		res := s.do(c.r)
-		if !c.r.admin && res.hdr.Get("X-USED-WEIGHT-IP-10S") == "" {
+		if !c.r.admin && res.status != 431 && res.hdr.Get("X-USED-WEIGHT-IP-10S") == "" {
 			t.Errorf("%s: no X-USED-WEIGHT-IP-10S header", c.name)
 		}
 		if res.status != c.status {
