@@ -25,6 +25,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of engine
 //
 //	adduser uid=N
 //	deposit uid=N coin=C amount=D          withdraw uid=N coin=C amount=D
+//	                                       (or units=N: raw coin units, any sign)
 //	place uid=N market=M side=buy|sell [type=limit|market] [tif=gtc|ioc|fok|post_only]
 //	      [price=D] qty=D [cid=S]
 //	cancel uid=N market=M id=N | cid=S     cancelall uid=N market=M
