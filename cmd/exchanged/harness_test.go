@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "exchanged")
-	out, err := exec.Command("go", "build", "-buildvcs=false", "-o", binPath, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-buildvcs=false", "-tags", serverTags, "-o", binPath, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building exchanged: %v\n%s", err, out)
 		os.Exit(1)
