@@ -381,14 +381,18 @@ func (h *harness) restore() {
 }
 
 func runStream(t *testing.T, seed uint64, n, shards int) *harness {
-	return runStreamSnap(t, seed, n, shards, 0)
+	return runStreamUsers(t, seed, n, shards, 0, 40)
 }
 
-// runStreamSnap runs a stream; with snapEvery > 0 the engines are restored
-// from snapshots every snapEvery commands.
 func runStreamSnap(t *testing.T, seed uint64, n, shards, snapEvery int) *harness {
+	return runStreamUsers(t, seed, n, shards, snapEvery, 40)
+}
+
+// runStreamUsers runs a stream among users traders; with snapEvery > 0 the
+// engines are restored from snapshots every snapEvery commands.
+func runStreamUsers(t *testing.T, seed uint64, n, shards, snapEvery, users int) *harness {
 	h := newHarness(t, shards)
-	g := enginetest.NewGen(seed, h.ref, 40)
+	g := enginetest.NewGen(seed, h.ref, users)
 	for _, c := range g.Setup() {
 		if !h.step(c) {
 			return h
@@ -472,5 +476,15 @@ func (h *harness) report(t *testing.T) {
 // must go on producing exactly the reference model's events.
 func TestReferenceStreamSnapshots(t *testing.T) {
 	h := runStreamSnap(t, 3, streamLen(t)/2, 2, 7000)
+	h.report(t)
+}
+
+// TestReferenceStreamManyUsers trades among more users than one page of
+// the accounts table holds (1024), so cells on later pages are used.
+func TestReferenceStreamManyUsers(t *testing.T) {
+	h := runStreamUsers(t, 4, streamLen(t)/4, 2, 0, 1100)
+	if h.ref.Users[len(h.ref.Users)-1].UID < 10_000+1024 {
+		t.Fatalf("only %d users", len(h.ref.Users))
+	}
 	h.report(t)
 }
