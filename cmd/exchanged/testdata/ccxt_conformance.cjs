@@ -87,6 +87,12 @@ const near = (a, b) => Math.abs(a - b) < 1e-9;
     check(trades.length === 1 && trades[0].price === 31000 && trades[0].side === 'buy', 'fetchTrades', trades);
     const tk = await ex.fetchTicker('BTC/USDT');
     check(tk.last === 31000 && tk.ask === 31000 && tk.baseVolume === 0.02, 'fetchTicker', tk);
+    const st = await ex.fetchStatus();
+    check(st.status === 'ok', 'fetchStatus', st);
+    const lp = await ex.fetchLastPrices();
+    check(lp['BTC/USDT'] && lp['BTC/USDT'].price === 31000, 'fetchLastPrices', lp);
+    const tks = await ex.fetchTickers();
+    check(tks['BTC/USDT'] && tks['BTC/USDT'].last === 31000 && tks['ETH/USDT'], 'fetchTickers', Object.keys(tks));
     const bidsAsks = await ex.fetchBidsAsks(['BTC/USDT']);
     check(bidsAsks['BTC/USDT'] && bidsAsks['BTC/USDT'].ask === 31000, 'fetchBidsAsks', bidsAsks);
 
