@@ -246,6 +246,11 @@ func (x *impl) shardOf(c *engine.Cmd) *shard {
 }
 
 func (x *impl) submit(r *Request) error {
+	if r.Cmd.Text.N > engine.ClientIDMax {
+		// A request is plain data from the edge; a bad length must not
+		// panic a shard (Text.Bytes would slice past the array).
+		r.Cmd.Text.N = engine.ClientIDMax
+	}
 	return x.push(x.shardOf(&r.Cmd), r)
 }
 
