@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -467,4 +468,26 @@ func randomCmd(rng *rand.Rand, u engine.UserIdx, uid int64, working *[]engine.Cm
 		}
 	}
 	return c
+}
+
+// TestCrashDuringCreation kills children while they create a new data
+// directory; the next Open must succeed either way.
+func TestCrashDuringCreation(t *testing.T) {
+	if os.Getenv(envCrashDir) != "" {
+		t.Skip("inside a child")
+	}
+	for i, ms := range []int{5, 15, 30, 50, 80, 120, 200} {
+		dir := filepath.Join(t.TempDir(), "data")
+		log := &crashLog{sent: map[string]bool{}, acked: map[string][2]uint64{}}
+		runChild(t, dir, strconv.Itoa(i+1), -time.Duration(ms)*time.Millisecond, false, log)
+		o, _ := crashOptions(dir)
+		n, err := Open(o)
+		if err != nil {
+			t.Fatalf("open after a kill %dms into creation: %v", ms, err)
+		}
+		if err := n.Check(deadline()); err != nil {
+			t.Fatal(err)
+		}
+		n.Close()
+	}
 }
