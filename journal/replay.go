@@ -50,6 +50,11 @@ func (x *impl) recover() error {
 		s.flushed.Store(s.seq)
 	}
 	x.replayed, x.replayDur = total, time.Since(t0)
+	if engine.Invariants {
+		if err := engine.CheckInvariants(x.acc, x.engines); err != nil {
+			return fmt.Errorf("journal: invariant violated after replay: %v", err)
+		}
+	}
 	if total > 0 || !x.fresh {
 		x.logf("journal: replayed %d commands on %d shards in %v", total, len(x.shards), time.Since(t0).Round(time.Millisecond))
 	}

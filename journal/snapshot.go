@@ -71,7 +71,19 @@ func (x *impl) state(deadline time.Time) (h [32]byte, seqs []uint64, err error) 
 		return h, nil, err
 	}
 	defer close(b.release)
+	x.checkAtBarrier()
 	return engine.StateHash(x.acc, x.engines), x.seqsNow(), nil
+}
+
+// checkAtBarrier runs the whole-state invariant check in builds with
+// -tags invariants (engine.Invariants); a violation panics loudly. The
+// caller has every shard stopped at a barrier.
+func (x *impl) checkAtBarrier() {
+	if engine.Invariants {
+		if err := engine.CheckInvariants(x.acc, x.engines); err != nil {
+			panic(fmt.Sprintf("journal: invariant violated at seqs %v: %v", x.seqsNow(), err))
+		}
+	}
 }
 
 // Check runs engine.CheckInvariants at a barrier through every ring (or
@@ -124,6 +136,7 @@ func (x *impl) snapshotLocked() error {
 		return err
 	}
 	t0 := time.Now()
+	x.checkAtBarrier()
 	v, seqs, err := x.encodeAtBarrier()
 	close(b.release)
 	if err != nil || v == nil {
