@@ -321,7 +321,9 @@ func (e *Engine) place(c *Cmd) Reject {
 	o := e.pool.get(h)
 	*o = order{id: id, price: limit, qty: c.Qty, reserved: res, timeMs: e.timeMs, updateMs: e.timeMs,
 		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cidGen: cidGen}
-	if !cidGen {
+	if cidGen {
+		setGeneratedClientID(&o.cid, id) // once per order, not per view
+	} else {
 		o.cid = c.Text
 	}
 	if c.Type == Market {

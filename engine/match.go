@@ -1,7 +1,5 @@
 package engine
 
-import "strconv"
-
 // inBand reports whether limit price p is within the band around last.
 func inBand(s *MarketSpec, sd Side, p, last Price) bool {
 	if sd == Buy {
@@ -308,16 +306,27 @@ func cidHash(u UserIdx, cid []byte) uint64 {
 // "x-" and the order id. A client may not reuse it while that order works.
 func generatedClientID(id int64) ClientID {
 	var c ClientID
-	b := append(c.B[:0], 'x', '-')
-	b = strconv.AppendInt(b, id, 10)
-	c.N = uint8(len(b))
+	setGeneratedClientID(&c, id)
 	return c
+}
+
+// setGeneratedClientID writes "x-<id>" into c (id > 0).
+func setGeneratedClientID(c *ClientID, id int64) {
+	var d [20]byte
+	i := len(d)
+	for u := uint64(id); u > 0 || i == len(d); u /= 10 {
+		i--
+		d[i] = byte('0' + u%10)
+	}
+	c.B[0], c.B[1] = 'x', '-'
+	c.N = uint8(2 + copy(c.B[2:], d[i:]))
+	clear(c.B[c.N:])
 }
 
 func (e *Engine) view(o *order) OrderView {
 	return OrderView{OrderID: o.id, UID: e.acc.UID(o.user), User: o.user, Market: o.market,
 		Side: o.side, Type: o.typ, TIF: o.tif, Status: o.status, Price: o.price, OrigQty: o.qty,
-		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.clientID()}
+		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.cid}
 }
 
 // unindexCID takes o out of m's client id index.

@@ -28,16 +28,8 @@ type order struct {
 	typ          OrderType
 	tif          TIF
 	status       Status
-	cidGen       bool     // the client id is the generated "x-<id>": cid is empty, not indexed
-	cid          ClientID // the client-supplied id
-}
-
-// clientID returns o's client id, building a generated one.
-func (o *order) clientID() ClientID {
-	if o.cidGen {
-		return generatedClientID(o.id)
-	}
-	return o.cid
+	cidGen       bool // cid is the generated "x-<id>": not in the cid index
+	cid          ClientID
 }
 
 const chunkBits = 12

@@ -72,9 +72,8 @@ func appendOrder(dst []byte, o *order) []byte {
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	cid := o.clientID()
-	dst = append(dst, cid.N)
-	return append(dst, cid.Bytes()...)
+	dst = append(dst, o.cid.N)
+	return append(dst, o.cid.Bytes()...)
 }
 
 // AppendSnapshot appends the state of every market e owns. It panics if
@@ -166,9 +165,8 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 		})
 		for _, h := range hs {
 			o := e.pool.get(h)
-			if gid, x := generatedForm(o.cid.Bytes()); x && gid == o.id {
-				o.cidGen, o.cid = true, ClientID{}
-			}
+			gid, x := generatedForm(o.cid.Bytes())
+			o.cidGen = x && gid == o.id
 			e.index(m, h, o)
 		}
 	}
