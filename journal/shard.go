@@ -45,6 +45,7 @@ type shard struct {
 	flushed  atomic.Uint64 // last seq durable and flushed
 	stopped  atomic.Bool
 
+	wb    *pebble.Batch // reused for every drained batch
 	batch []*Request
 	adds  []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
 	out   engine.Out
@@ -60,6 +61,8 @@ func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
 func (s *shard) run() {
 	defer s.x.wg.Done()
 	defer s.stopped.Store(true)
+	s.wb = s.x.db.NewBatch(pebble.WithInitialSizeBytes(1<<20), pebble.WithMaxRetainedSizeBytes(64<<20))
+	defer s.wb.Close()
 	if s.x.opt.PinCPUs {
 		runtime.LockOSThread()
 		var set unix.CPUSet
@@ -120,16 +123,13 @@ func (s *shard) segment(b []*Request) {
 	x := s.x
 	first := s.seq + 1
 	s.rec = appendRecordHeader(s.rec[:0], s.id, first, now)
-	var wb *pebble.Batch
+	wb := s.wb
 	count := 0
 	s.adds = s.adds[:0]
 	for _, r := range b {
 		if r.Query != QueryNone {
 			s.query(r)
 			continue
-		}
-		if wb == nil {
-			wb = x.db.NewBatch()
 		}
 		s.seq++
 		s.applying.Store(s.seq)
@@ -158,7 +158,7 @@ func (s *shard) segment(b []*Request) {
 			// be made durable: stopping loudly is the only honest answer.
 			panic("journal: shard " + itoa(s.id) + ": commit: " + err.Error())
 		}
-		wb.Close()
+		wb.Reset() // keeps its buffer: a drained batch is megabytes
 		x.sinceSnap.Add(int64(count))
 	}
 	s.eng.Flush()
