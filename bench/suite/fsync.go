@@ -9,6 +9,30 @@ import (
 	"github.com/weexcore/exchange/bench/load"
 )
 
+// fsyncSample times n appends of 4 KiB each followed by fdatasync in dir
+// and returns the median and the largest.
+func fsyncSample(dir string, n int) (p50, worst time.Duration, err error) {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 4096)
+	h := load.NewHistogram()
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			return 0, 0, err
+		}
+		if err := fdatasync(f); err != nil {
+			return 0, 0, err
+		}
+		h.RecordValue(max(1, time.Since(t0).Microseconds()))
+	}
+	return time.Duration(h.ValueAtPercentile(50)) * time.Microsecond, time.Duration(h.Max()) * time.Microsecond, nil
+}
+
 // FsyncProbe times n appends of 4 KiB each followed by fdatasync in dir:
 // the floor under every durable acknowledgement on this machine.
 func FsyncProbe(dir string, n int) (string, error) {

@@ -240,7 +240,10 @@ func runREST(r *Run) error {
 		return fmt.Errorf("suite: populating the books failed: %d failed, first: %s", failed, first)
 	}
 	warm(g, o, pr, "rest")
-	r.REST = RunSearch("rest", g, o.Search, srv.Counters, pr)
+	search := o.Search
+	search.Deadline = r.Opts.Search.Deadline
+	search.ProbeDir = dataDir
+	r.REST = RunSearch("rest", g, search, srv.Counters, pr)
 	return nil
 }
 
@@ -266,7 +269,10 @@ func runBare(r *Run) error {
 	}
 	defer g.Close()
 	warm(g, o, pr, "bare")
-	r.Bare = RunSearch("bare", g, o.Search, p.Counters, pr)
+	search := o.Search
+	search.Deadline = r.Opts.Search.Deadline
+	search.ProbeDir = os.TempDir()
+	r.Bare = RunSearch("bare", g, search, p.Counters, pr)
 	return nil
 }
 

@@ -19,8 +19,11 @@ type StepResult struct {
 	OtherCPU  float64 // cores used by every other process (other users, the go tool...)
 	Wall      time.Duration
 	Target    Counters // the target's counter deltas over the step
-	Pass      bool
-	Why       string // why it did not pass
+	// Disk is a short fsync probe taken just before the step (on the
+	// server's file system): other users' disk traffic shows up here.
+	DiskP50, DiskMax time.Duration
+	Pass             bool
+	Why              string // why it did not pass
 }
 
 // Search is the rate-step plan.
@@ -37,6 +40,8 @@ type Search struct {
 	// Deadline: no step starts that could not end (with the
 	// half-saturation step after it) before it. Zero: none.
 	Deadline time.Time
+	// ProbeDir, if set, gets a 20-fsync probe before every step.
+	ProbeDir string
 }
 
 // Sweep is a target's step results and its saturation point.
@@ -56,7 +61,12 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 	sw := &Sweep{Name: name}
 	run := func(rate float64, dur time.Duration, role string) *StepResult {
 		rate = math.Round(rate)
-		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v\n", name, role, rate, dur)
+		var dp50, dmax time.Duration
+		if s.ProbeDir != "" {
+			dp50, dmax, _ = fsyncSample(s.ProbeDir, 20)
+		}
+		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v (fsync probe p50 %s, max %s ms)\n", name, role, rate, dur,
+			load.FormatLatency(dp50), load.FormatLatency(dmax))
 		c0, g0, t0 := countersOf(probe), selfCPU(), time.Now()
 		m0, i0 := machineBusy()
 		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
@@ -66,7 +76,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		w := time.Since(t0)
 		wall := w.Seconds()
 		c1 := countersOf(probe)
-		sr := &StepResult{Result: r, Role: role, Wall: w,
+		sr := &StepResult{Result: r, Role: role, Wall: w, DiskP50: dp50, DiskMax: dmax,
 			ServerCPU: (c1.CPU - c0.CPU).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall,
 			Target: Counters{CPU: c1.CPU - c0.CPU, CtxSwitches: c1.CtxSwitches - c0.CtxSwitches,
 				ReadSyscalls: c1.ReadSyscalls - c0.ReadSyscalls, WriteSyscall: c1.WriteSyscall - c0.WriteSyscall}}

@@ -33,7 +33,7 @@ func writeReport(r *Run) (string, error) {
 	p("%s\n", summary(r).String())
 	p("Saturation = the highest offered rate whose step answered >= %.0f%% of it (achieved = accepted + business rejects per second), with p99 <= %v and <= %.1f%% failed or unsent requests. ",
 		o.Search.Criteria.MinAchieved*100, o.Search.Criteria.MaxP99, o.Search.Criteria.MaxErrors*100)
-	p("Server and generator share the machine's %d cores; the step tables give the cores each used (and CPU µs per request), the kernel's interrupt and softirq time (\"irq CPU\": much of loopback networking is done there, charged to no process), and the target's context switches and read/write-like syscalls (/proc/PID/io syscr+syscw) per request, and what every other process used meanwhile (\"other CPU\": other users' work on the machine disturbs the numbers; \"pacer p99\" grows when the generator itself cannot get a CPU).\n\n", r.Machine.Cores)
+	p("Server and generator share the machine's %d cores; the step tables give the cores each used (and CPU µs per request), the kernel's interrupt and softirq time (\"irq CPU\": much of loopback networking is done there, charged to no process), and the target's context switches and read/write-like syscalls (/proc/PID/io syscr+syscw) per request, and what every other process used meanwhile (\"other CPU\": other users' work on the machine disturbs the numbers; \"pacer p99\" grows when the generator itself cannot get a CPU), and a 20-fsync probe of the disk taken just before each step (other users' disk traffic shows up there; at low rates every durable acknowledgement waits for about one fsync).\n\n", r.Machine.Cores)
 
 	p("## Run\n\n")
 	t := &report.Table{Header: []string{"", ""}}
@@ -178,12 +178,16 @@ func summary(r *Run) *report.Table {
 			continue
 		}
 		var sum, peak, pacer float64
+		var disk time.Duration
 		for i := range sw.Steps {
 			sum += sw.Steps[i].OtherCPU
 			peak = max(peak, sw.Steps[i].OtherCPU)
 			pacer = max(pacer, float64(sw.Steps[i].Pacer.ValueAtPercentile(99))/1000)
+			disk = max(disk, sw.Steps[i].DiskMax)
 		}
-		t.Add("noise during the "+sw.Name+" sweep: other processes' CPU", fmt.Sprintf("mean %.2f, max %.2f cores; worst pacer p99 %.1f ms", sum/float64(len(sw.Steps)), peak, pacer), "~0", yes(peak < 0.25))
+		t.Add("noise during the "+sw.Name+" sweep: other processes' CPU, generator lateness, disk",
+			fmt.Sprintf("mean %.2f, max %.2f cores; worst pacer p99 %.1f ms; worst fsync in the probes %s ms", sum/float64(len(sw.Steps)), peak, pacer, load.FormatLatency(disk)),
+			"~0", yes(peak < 0.25))
 	}
 	return t
 }
@@ -286,8 +290,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
 	}
 	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
-		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "gen CPU", "gen µs/req", "irq CPU", "other CPU", "verdict", "hgrm"}}
-	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "gen CPU", "gen µs/req", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
+	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		file := fmt.Sprintf("%s-%02d-%.0f.hgrm", prefix, i+1, st.Rate)
@@ -311,7 +315,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			fmt.Sprintf("%.2f", st.ServerCPU), fmt.Sprint(tcpu.Microseconds()),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			fmt.Sprintf("%.2f", st.GenCPU), fmt.Sprint(gcpu.Microseconds()),
-			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU), verdict, "["+file+"]("+file+")")
+			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU),
+			load.FormatLatency(st.DiskP50)+" / "+load.FormatLatency(st.DiskMax), verdict, "["+file+"]("+file+")")
 	}
 	b.WriteString(t.String())
 	b.WriteString("\n")
