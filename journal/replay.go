@@ -61,6 +61,10 @@ func (x *impl) recover() error {
 	return nil
 }
 
+// replayProgress is how many commands a shard replays between progress
+// lines.
+const replayProgress = 1 << 22
+
 // replay applies the shard's journal from seq from on. A record that fails
 // its checks is cut off if it is the shard's last one (a batch that never
 // finished), and refused anywhere else.
@@ -112,6 +116,9 @@ func (s *shard) replay(from uint64) (int, error) {
 			if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK && x.opt.OnAddUser != nil {
 				x.opt.OnAddUser(c)
 			}
+		}
+		if n/replayProgress != (n+len(cmds))/replayProgress {
+			x.logf("journal: shard %d: replaying: %d commands, seq %d, %v", s.id, n+len(cmds), seq, time.Since(t0).Round(time.Millisecond))
 		}
 		n += len(cmds)
 		s.seq = seq + uint64(len(cmds)) - 1
