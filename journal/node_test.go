@@ -287,3 +287,40 @@ func TestOnAddUserAfterSnapshot(t *testing.T) {
 		t.Fatalf("OnAddUser calls: got %q, want %q", s, want)
 	}
 }
+
+// TestSnapshotPruning keeps the newest snapshots only, and a restart from
+// them gives the same state.
+func TestSnapshotPruning(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, n, feeUID)
+	u := addUser(t, n, 100)
+	for i := 0; i < 5; i++ {
+		mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 1, Amount: 7})))
+		if err := n.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _, _ := n.State(deadline())
+	n.Close()
+	n, err = Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := n.State(deadline())
+	var nos []uint64
+	n.scan([]byte{pfxSnapshot}, []byte{pfxSnapshot + 1}, false, func(k, v []byte) bool {
+		nos = append(nos, be.Uint64(k[1:]))
+		return true
+	})
+	n.Close()
+	if got != want {
+		t.Fatalf("hash after restart: got %s, want %s", hashString(got), hashString(want))
+	}
+	if len(nos) != keepSnapshots || nos[len(nos)-1] != 5 {
+		t.Fatalf("snapshots kept: got %v, want the newest %d ending at 5 (Close adds none: nothing changed)", nos, keepSnapshots)
+	}
+}

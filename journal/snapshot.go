@@ -149,6 +149,13 @@ func (x *impl) snapshotLocked() error {
 	}
 	x.logf("journal: snapshot %d: %d bytes, seqs %v, shards paused %v, written in %v", x.snapNo, len(v), seqs,
 		pause.Round(time.Microsecond), time.Since(t0).Round(time.Millisecond))
+	if x.snapNo > keepSnapshots {
+		// Older snapshots are not needed: the journal is kept in full, and
+		// the newest ones are enough to fall back on if one is unreadable.
+		if err := x.db.DeleteRange(snapshotKey(nil, 0), snapshotKey(nil, x.snapNo-keepSnapshots+1), pebble.NoSync); err != nil {
+			x.logf("journal: prune snapshots: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -167,6 +174,9 @@ func (x *impl) encodeAtBarrier() (v []byte, seqs []uint64, err error) {
 	x.sinceSnap.Store(0)
 	return v, x.seqsNow(), nil
 }
+
+// keepSnapshots is how many of the newest snapshots are kept.
+const keepSnapshots = 2
 
 // Snapshot value (version 1), little-endian:
 //
