@@ -83,3 +83,29 @@ func (m *meta) encode() []byte {
 	}
 	return b
 }
+
+// replaySpecs returns the market specs to replay the journal with: the
+// stored spec of every stored market (the rules its commands were applied
+// under), the configured one for new markets; and whether any stored spec
+// differs from its configured one. Call it after merge succeeded.
+func (m *meta) replaySpecs(configured []*engine.MarketSpec) ([]*engine.MarketSpec, bool) {
+	stored := make(map[engine.MarketID]*engine.MarketSpec, len(m.Markets))
+	for _, s := range m.Markets {
+		if s != nil {
+			stored[s.ID] = s
+		}
+	}
+	out := make([]*engine.MarketSpec, len(configured))
+	changed := false
+	for i, s := range configured {
+		out[i] = s
+		if s == nil {
+			continue
+		}
+		if old, ok := stored[s.ID]; ok && *old != *s {
+			out[i] = old
+			changed = true
+		}
+	}
+	return out, changed
+}

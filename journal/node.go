@@ -150,19 +150,70 @@ func (x *impl) start() error {
 	if err != nil {
 		return err
 	}
+	x.nMarket = m.Shards
+	if o.Shards > 0 && o.Shards != m.Shards {
+		x.logf("journal: %s was created with %d shards; using %d, not %d", o.Dir, m.Shards, m.Shards, o.Shards)
+	}
+	x.ackBeforeSync = ackBeforeSyncForTest()
+
+	// The journal must be replayed with the market rules it was applied
+	// under. If the configuration changed a stored market's rules, replay
+	// with the stored ones, snapshot, and only then switch (and record the
+	// new rules in the meta, after the snapshot is durable).
+	replaySpecs, changed := o.Markets, false
+	if !x.fresh && !o.ReadOnly {
+		replaySpecs, changed = m.replaySpecs(o.Markets)
+	}
+	x.build(replaySpecs)
+	if err := x.recover(); err != nil {
+		return err
+	}
+	if changed {
+		x.logf("journal: market rules changed: snapshot under the old rules, then switch")
+		v := encodeSnapshot(x)
+		x.snapNo++
+		if err := x.db.Set(snapshotKey(nil, x.snapNo), v, pebble.Sync); err != nil {
+			return fmt.Errorf("journal: write snapshot: %v", err)
+		}
+		seqs, times := x.seqsNow(), make([]int64, len(x.shards))
+		for i, s := range x.shards {
+			times[i] = s.timeMs
+		}
+		x.build(o.Markets)
+		if err := x.restoreSnapshot(v); err != nil {
+			return fmt.Errorf("journal: reload snapshot under the new rules: %v", err)
+		}
+		for i, s := range x.shards {
+			s.seq, s.timeMs = seqs[i], times[i]
+			s.applying.Store(s.seq)
+			s.flushed.Store(s.seq)
+		}
+	}
 	if !o.ReadOnly {
 		if err := x.db.Set([]byte{pfxMeta}, nm.encode(), pebble.Sync); err != nil {
 			return fmt.Errorf("journal: write meta: %v", err)
 		}
 	}
-	x.mkts = o.Markets
-	x.nMarket = m.Shards
-	if o.Shards > 0 && o.Shards != m.Shards {
-		x.logf("journal: %s was created with %d shards; using %d, not %d", o.Dir, m.Shards, m.Shards, o.Shards)
+	if o.ReadOnly {
+		return nil
 	}
+	for _, s := range x.shards {
+		x.wg.Add(1)
+		go s.run()
+	}
+	x.stopSnap = make(chan struct{})
+	x.wg.Add(1)
+	go x.snapshotter()
+	return nil
+}
+
+// build makes the accounts, engines and shards for specs (not started).
+func (x *impl) build(specs []*engine.MarketSpec) {
+	o := &x.opt
+	x.mkts = specs
 	x.acc = engine.NewAccounts(o.Coins)
 	per := make([][]*engine.MarketSpec, x.nMarket)
-	for _, s := range x.mkts {
+	for _, s := range specs {
 		if s != nil {
 			i := int(s.ID) % x.nMarket
 			per[i] = append(per[i], s)
@@ -178,22 +229,6 @@ func (x *impl) start() error {
 		}
 		x.shards[i] = newShard(x, i, x.engines[i], o.RingSize)
 	}
-	x.ackBeforeSync = ackBeforeSyncForTest()
-
-	if err := x.recover(); err != nil {
-		return err
-	}
-	if o.ReadOnly {
-		return nil
-	}
-	for _, s := range x.shards {
-		x.wg.Add(1)
-		go s.run()
-	}
-	x.stopSnap = make(chan struct{})
-	x.wg.Add(1)
-	go x.snapshotter()
-	return nil
 }
 
 // Fresh reports whether Open created the data directory's journal.

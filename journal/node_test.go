@@ -324,3 +324,57 @@ func TestSnapshotPruning(t *testing.T) {
 		t.Fatalf("snapshots kept: got %v, want the newest %d ending at 5 (Close adds none: nothing changed)", nos, keepSnapshots)
 	}
 }
+
+// TestRulesChange: a restart with changed market rules replays the journal
+// under the rules it was written with (same state hash), then applies the
+// new rules to new commands.
+func TestRulesChange(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addUser(t, n, feeUID)
+	a := addUser(t, n, 100)
+	b := addUser(t, n, 200)
+	mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: a, UID: 100, Coin: 2, Amount: 1_000_000_000})))
+	mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: b, UID: 200, Coin: 0, Amount: 100_000_000})))
+	trade := func(n *Node) {
+		mustOK(t, "buy", first(do(t, n, engine.Cmd{Kind: engine.CmdPlace, User: a, UID: 100, Market: 0, Side: engine.Buy, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 1000})))
+		mustOK(t, "sell", first(do(t, n, engine.Cmd{Kind: engine.CmdPlace, User: b, UID: 200, Market: 0, Side: engine.Sell, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 1000})))
+	}
+	trade(n)
+	want, _, _ := n.State(deadline())
+	img := t.TempDir() + "/img"
+	crashImage(t, n, img) // no snapshot covers the trade
+	n.Close()
+
+	o := testOptions(t, img)
+	spec := *o.Markets[0]
+	spec.TakerRate *= 2
+	o.Markets[0] = &spec
+	n, err = Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := n.State(deadline())
+	if got != want {
+		t.Fatalf("hash after a restart with new rules: got %s, want %s (replayed under the old rules)", hashString(got), hashString(want))
+	}
+	trade(n)
+	tr, err := n.Trades(200, 0, 0, maxTime, 10, nil)
+	if err != nil || len(tr) != 2 || tr[1].TakerFee != 2*tr[0].TakerFee {
+		t.Fatalf("trades of the seller: got %+v %v, want the second taker fee twice the first", tr, err)
+	}
+	h1, _, _ := n.State(deadline())
+	n.Close()
+	n, err = Open(o) // the new rules are now the stored ones
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _, _ := n.State(deadline())
+	n.Close()
+	if h1 != h2 {
+		t.Fatalf("hash after a second restart: got %s, want %s", hashString(h2), hashString(h1))
+	}
+}
