@@ -86,7 +86,21 @@
 //
 // # Meta
 //
-// "m" holds JSON: the shard count and every coin and market spec, so the
-// audit tool replays without a config. Open refuses a configuration that
-// drops or renumbers a stored coin or market; new ones may be appended.
+// "m" holds JSON: the shard count, the fee account and every coin and
+// market spec, so the audit tool replays without a config. Open refuses a
+// configuration that drops or renumbers a stored coin or market, or
+// changes the fee account; new ones may be appended. When a stored market's
+// rules (fees, bands, ...) changed, Open replays under the stored rules,
+// writes a snapshot, and only then switches to the new rules and stores
+// them. Only the newest rules are stored, so a full replay from seq 1
+// (audit -full) of a directory whose rules changed uses the new rules for
+// old commands: audit from the snapshot in that case (rule epochs by
+// sequence are future work).
+//
+// # Other rows
+//
+// History rows ("o", "i", "c", "b", "t", "p") and user registration rows
+// ("u": the CmdAddUser, so OnAddUser can be called for users a snapshot
+// covers) are written in the same synced batch as the journal record of
+// the command that produced them, and never during replay.
 package journal
