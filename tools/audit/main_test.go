@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/journal"
@@ -78,4 +83,62 @@ func TestAudit(t *testing.T) {
 		}
 		t.Logf("trades:\n%sbills:\n%s", tb, bb)
 	}
+}
+
+// TestAuditViolation forges a journal record (by the byte format in
+// journal/doc.go): the ledger's last record, a withdrawal of the whole
+// balance, repeated as the next record. Replaying it debits twice, the
+// balance goes negative, and the audit must fail.
+func TestAuditViolation(t *testing.T) {
+	coins := []engine.Coin{{ID: 0, Name: "USDT", ExternalID: 1, Scale: 6}}
+	dir := t.TempDir()
+	n, err := journal.Open(journal.Options{Dir: dir, Shards: 1, Coins: coins, FeeUID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(c engine.Cmd) *journal.Request {
+		r := journal.AcquireRequest()
+		r.Cmd = c
+		if err := n.Submit(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Wait(time.Now().Add(5 * time.Second)); err != nil || r.Out.Reject != engine.OK {
+			t.Fatalf("%+v: %v %v", c, err, r.Out.Reject)
+		}
+		return r
+	}
+	do(engine.Cmd{Kind: engine.CmdAddUser, UID: 1})
+	u := do(engine.Cmd{Kind: engine.CmdAddUser, UID: 10}).Cmd.User
+	do(engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 10, Amount: 500})
+	w := do(engine.Cmd{Kind: engine.CmdWithdraw, User: u, UID: 10, Amount: 500})
+	seq := w.Seq
+	n.Close()
+	if err := run(dir, true, "", "", false, false); err != nil {
+		t.Fatalf("audit of the honest directory: %v", err)
+	}
+
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte{'j', 1, 0, 0, 0, 0, 0, 0, 0, 0} // ledger is shard 1 with one market shard
+	binary.BigEndian.PutUint64(key[2:], seq)
+	v, c, err := db.Get(key)
+	if err != nil {
+		t.Fatalf("ledger record at seq %d: %v", seq, err)
+	}
+	forged := append([]byte(nil), v[:len(v)-4]...)
+	c.Close()
+	binary.LittleEndian.PutUint64(forged[4:], seq+1) // firstSeq
+	forged = binary.LittleEndian.AppendUint32(forged, crc32.Checksum(forged, crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint64(key[2:], seq+1)
+	if err := db.Set(key, forged, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	err = run(dir, true, "", "", false, false)
+	if err == nil || !strings.Contains(err.Error(), "invariant") {
+		t.Fatalf("audit of a double withdrawal: got %v, want an invariant violation", err)
+	}
+	t.Logf("audit refused as expected: %v", err)
 }
