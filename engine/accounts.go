@@ -53,8 +53,7 @@ type userPage struct {
 	uid      [pageSize]int64
 	referrer [pageSize]int64
 	broker   [pageSize]bool
-	seed     [pageSize]ClientID // CmdAddUser's Text: the edge derives credentials from it
-	cells    []cell             // pageSize * nc
+	cells    []cell // pageSize * nc
 }
 
 // NewAccounts makes an empty table for coins (indexed by Coin.ID).
@@ -91,19 +90,13 @@ func (a *Accounts) Broker(u UserIdx) (broker bool, referrer int64) {
 	return p.broker[u&(pageSize-1)], p.referrer[u&(pageSize-1)]
 }
 
-// Seed returns the credential seed u was registered with (empty for users
-// whose credentials come from the config).
-func (a *Accounts) Seed(u UserIdx) ClientID {
-	return a.pages[u>>pageBits].Load().seed[u&(pageSize-1)]
-}
-
 // Valid reports whether u is registered with uid.
 func (a *Accounts) Valid(u UserIdx, uid int64) bool {
 	return uint32(u) < a.n.Load() && a.UID(u) == uid
 }
 
 // addUser registers uid. Only the ledger shard calls it (single writer).
-func (a *Accounts) addUser(uid int64, broker bool, referrer int64, seed ClientID) (UserIdx, bool) {
+func (a *Accounts) addUser(uid int64, broker bool, referrer int64) (UserIdx, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, dup := a.byUID[uid]; dup {
@@ -119,7 +112,7 @@ func (a *Accounts) addUser(uid int64, broker bool, referrer int64, seed ClientID
 		a.pages[n>>pageBits].Store(p)
 	}
 	i := n & (pageSize - 1)
-	p.uid[i], p.broker[i], p.referrer[i], p.seed[i] = uid, broker, referrer, seed
+	p.uid[i], p.broker[i], p.referrer[i] = uid, broker, referrer
 	a.byUID[uid] = UserIdx(n)
 	a.n.Store(n + 1) // publishes the user
 	return UserIdx(n), true

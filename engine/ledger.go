@@ -119,7 +119,7 @@ func (e *Engine) addUser(c *Cmd) Reject {
 	if c.UID <= 0 {
 		return RejectUnknownUser
 	}
-	u, ok := e.acc.addUser(c.UID, c.Broker, c.Referrer, c.Text)
+	u, ok := e.acc.addUser(c.UID, c.Broker, c.Referrer)
 	if !ok {
 		return RejectUserExists
 	}

@@ -30,15 +30,14 @@ import (
 //	coins x (i64 avail | i64 total)) | coins x i64 net
 //
 // An engine snapshot is "ENG1" | u32 markets | markets; an accounts snapshot
-// is "ACC2" | accounts | users x (u8 n | n bytes of credential seed). The
-// seeds are not state the hash covers (they only derive API credentials). StateHash is SHA-256 over "STATE1", every market
+// is "ACC1" | accounts. StateHash is SHA-256 over "STATE1", every market
 // (from all engines) in id order, then the accounts encoding.
 
 var le = binary.LittleEndian
 
 const (
 	engineMagic   = "ENG1"
-	accountsMagic = "ACC2"
+	accountsMagic = "ACC1"
 )
 
 func appendMarket(dst []byte, e *Engine, m *market) []byte {
@@ -213,12 +212,7 @@ func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte 
 // AppendSnapshot appends the accounts table (users, cells, net per coin).
 // Call it only while no shard is applying (at a barrier) and after Flush.
 func (a *Accounts) AppendSnapshot(dst []byte) []byte {
-	dst = a.appendAccounts(append(dst, accountsMagic...), nil)
-	for u := UserIdx(0); int(u) < a.NumUsers(); u++ {
-		s := a.Seed(u)
-		dst = append(append(dst, s.N), s.Bytes()...)
-	}
-	return dst
+	return a.appendAccounts(append(dst, accountsMagic...), nil)
 }
 
 // LoadSnapshot restores a table written by AppendSnapshot into an empty one.
@@ -244,7 +238,7 @@ func (a *Accounts) loadUsers(r *reader, nc int) error {
 		uid := r.i64()
 		broker := r.u8() == 1
 		ref := r.i64()
-		u, ok := a.addUser(uid, broker, ref, ClientID{})
+		u, ok := a.addUser(uid, broker, ref)
 		if !ok {
 			return fmt.Errorf("engine: snapshot has user %d twice", uid)
 		}
@@ -255,14 +249,6 @@ func (a *Accounts) loadUsers(r *reader, nc int) error {
 	}
 	for c := 0; c < nc; c++ {
 		a.net[c].Store(r.i64())
-	}
-	for u := UserIdx(0); int(u) < n && r.err == nil; u++ {
-		sn := int(r.u8())
-		if sn > ClientIDMax {
-			return errors.New("engine: snapshot seed too long")
-		}
-		s := &a.pages[u>>pageBits].Load().seed[u&(pageSize-1)]
-		s.N = uint8(copy(s.B[:], r.take(sn)))
 	}
 	if r.err != nil {
 		return r.err
