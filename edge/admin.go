@@ -128,10 +128,6 @@ func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred)
 		if rej != engine.OK {
 			return rejectErr(rej)
 		}
-		if err := s.seeds.record(uid, seed[:]); err != nil {
-			s.logf("edge: recording the key seed of uid %d: %v", uid, err)
-			return newErr(500, codeUnknown, "user created, but its credentials could not be stored durably: "+err.Error())
-		}
 		key, secret, pass := deriveCreds(seed[:])
 		st.buf = fmt.Appendf(st.buf, `{"uid":%d,"apiKey":%q,"secretKey":%q,"passphrase":%q}`, uid, key, secret, pass)
 		return nil

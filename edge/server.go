@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -61,7 +60,6 @@ type Server struct {
 	routes       map[string]*route
 	adminRoutes  map[string]*route
 	coinsBody    []byte
-	seeds        *seedFile
 	maxUID       atomic.Int64 // highest uid registered (admin uid allocation)
 	logf         func(format string, args ...any)
 
@@ -113,47 +111,22 @@ func Open(o Options) (*Server, error) {
 	s.routes = s.restRoutes()
 	s.adminRoutes = s.adminRouteTable()
 
-	fresh := isFresh(o.DataDir)
 	node, err := journal.Open(journal.Options{Dir: o.DataDir, Shards: o.Shards, Coins: coins, Markets: specs,
 		FeeUID: o.Config.FeeUID, Logf: o.Logf, OnAddUser: s.onAddUser})
 	if err != nil {
 		return nil, err
 	}
 	s.node = node
-	acc := node.Accounts()
-	for i := 0; i < acc.NumUsers(); i++ { // users restored from a snapshot too
-		if uid := acc.UID(engine.UserIdx(i)); uid > s.maxUID.Load() {
-			s.maxUID.Store(uid)
-		}
-	}
-	sf, seeds, err := openSeedFile(o.DataDir)
-	if err != nil {
-		node.Close()
-		return nil, err
-	}
-	s.seeds = sf
-	for uid, seed := range seeds { // admin-created users restored from a snapshot
-		if idx, ok := node.Accounts().Lookup(uid); ok {
-			key, secret, pass := deriveCreds(seed)
-			s.keys.add(newCred(uid, idx, key, secret, pass, 0))
-		}
-	}
-	if err := s.bootstrap(fresh); err != nil {
+	if err := s.bootstrap(node.Fresh()); err != nil {
 		node.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// isFresh reports whether dir is missing or empty: a new data directory.
-// (journal.Node does not say whether it created the directory.)
-func isFresh(dir string) bool {
-	ents, err := os.ReadDir(dir)
-	return err != nil && os.IsNotExist(err) || err == nil && len(ents) == 0
-}
-
 // onAddUser runs on the ledger goroutine for every applied CmdAddUser, live
-// and on replay: admin-created users get their derived credentials.
+// and on replay, and for the users a loaded snapshot holds: admin-created
+// users get their credentials, derived from the journaled seed.
 func (s *Server) onAddUser(c *engine.Cmd) {
 	if c.UID > s.maxUID.Load() {
 		s.maxUID.Store(c.UID)
@@ -341,9 +314,7 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 		s.admin.ShutdownWithContext(ctx)
 		s.serveWG.Wait()
 	}
-	err := s.node.Close()
-	s.seeds.close()
-	return err
+	return s.node.Close()
 }
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
