@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -22,7 +23,18 @@ func main() {
 	adminToken := flag.String("admin-token", "", "admin API token (default: admin_token from the config)")
 	recvWindow := flag.Duration("recv-window", 30*time.Second, "accepted clock difference of ACCESS-TIMESTAMP")
 	shards := flag.Int("shards", 0, "market shards for a new data directory (0: one per CPU)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatalf("cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	cfg, err := edge.LoadConfig(*configPath)
