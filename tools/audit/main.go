@@ -23,7 +23,8 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", "", "data directory (required)")
+	dir := flag.String("data", "", "data directory (required; the server's -data)")
+	flag.StringVar(dir, "dir", "", "same as -data")
 	full := flag.Bool("full", false, "ignore snapshots: replay every journal from the start")
 	compare := flag.Bool("compare", false, "also replay the other way (full vs snapshot+tail) and require the same state hash")
 	trades := flag.String("trades", "", "export public trades to this file (- for stdout)")
