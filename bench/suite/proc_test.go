@@ -3,15 +3,25 @@ package suite
 import (
 	"os"
 	"testing"
+	"time"
 )
 
+var sink int
+
 func TestProcCounters(t *testing.T) {
-	x := 0
-	for i := 0; i < 20_000_000; i++ { // burn a little CPU to count
-		x += i
+	// /proc counts CPU in clock ticks (10 ms): burn CPU until one shows,
+	// for at most 2 s.
+	var c Counters
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		x := 0
+		for i := 0; i < 1_000_000; i++ {
+			x += i
+		}
+		sink += x
+		if c = procCounters(os.Getpid()); c.CPU > 0 {
+			break
+		}
 	}
-	_ = x
-	c := procCounters(os.Getpid())
 	if c.CPU <= 0 || c.CtxSwitches <= 0 || c.ReadSyscalls <= 0 {
 		t.Errorf("procCounters(self) = %+v, want positive CPU, context switches and read syscalls", c)
 	}
