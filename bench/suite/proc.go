@@ -91,6 +91,9 @@ type Counters struct {
 	CtxSwitches  int64         // voluntary + involuntary, summed over its threads
 	ReadSyscalls int64         // read-like syscalls (/proc/PID/io syscr)
 	WriteSyscall int64         // write-like syscalls (syscw): socket writes, journal writes
+	// RunDelay is the time its threads were runnable but waiting for a
+	// CPU (schedstat), summed over threads: CPU oversubscription.
+	RunDelay time.Duration
 }
 
 // Counters reads the process's counters from /proc.
@@ -101,6 +104,12 @@ func procCounters(pid int) Counters {
 	base := "/proc/" + strconv.Itoa(pid)
 	if tasks, err := os.ReadDir(base + "/task"); err == nil {
 		for _, t := range tasks {
+			if b, err := os.ReadFile(base + "/task/" + t.Name() + "/schedstat"); err == nil {
+				if f := strings.Fields(string(b)); len(f) >= 2 {
+					ns, _ := strconv.ParseInt(f[1], 10, 64)
+					c.RunDelay += time.Duration(ns)
+				}
+			}
 			b, err := os.ReadFile(base + "/task/" + t.Name() + "/status")
 			if err != nil {
 				continue

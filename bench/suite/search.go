@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"time"
 
 	"github.com/weexcore/exchange/bench/load"
@@ -19,6 +20,8 @@ type StepResult struct {
 	OtherCPU  float64 // cores used by every other process (other users, the go tool...)
 	Wall      time.Duration
 	Target    Counters // the target's counter deltas over the step
+	// GenRunDelay is how long the generator's threads waited for a CPU.
+	GenRunDelay time.Duration
 	// Disk is a short fsync probe taken just before the step (on the
 	// server's file system): other users' disk traffic shows up here.
 	DiskP50, DiskMax time.Duration
@@ -67,7 +70,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		}
 		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v (fsync probe p50 %s, max %s ms)\n", name, role, rate, dur,
 			load.FormatLatency(dp50), load.FormatLatency(dmax))
-		c0, g0, t0 := countersOf(probe), selfCPU(), time.Now()
+		c0, g0, t0 := countersOf(probe), procCounters(os.Getpid()), time.Now()
 		m0, i0 := machineBusy()
 		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
 			fmt.Fprintf(progress, "[%s]   %s\n", name, load.FormatProgress(p))
@@ -75,11 +78,13 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		m1, i1 := machineBusy()
 		w := time.Since(t0)
 		wall := w.Seconds()
-		c1 := countersOf(probe)
+		c1, g1 := countersOf(probe), procCounters(os.Getpid())
 		sr := &StepResult{Result: r, Role: role, Wall: w, DiskP50: dp50, DiskMax: dmax,
-			ServerCPU: (c1.CPU - c0.CPU).Seconds() / wall, GenCPU: (selfCPU() - g0).Seconds() / wall,
+			ServerCPU: (c1.CPU - c0.CPU).Seconds() / wall, GenCPU: (g1.CPU - g0.CPU).Seconds() / wall,
+			GenRunDelay: g1.RunDelay - g0.RunDelay,
 			Target: Counters{CPU: c1.CPU - c0.CPU, CtxSwitches: c1.CtxSwitches - c0.CtxSwitches,
-				ReadSyscalls: c1.ReadSyscalls - c0.ReadSyscalls, WriteSyscall: c1.WriteSyscall - c0.WriteSyscall}}
+				ReadSyscalls: c1.ReadSyscalls - c0.ReadSyscalls, WriteSyscall: c1.WriteSyscall - c0.WriteSyscall,
+				RunDelay: c1.RunDelay - c0.RunDelay}}
 		sr.IrqCPU = (i1 - i0).Seconds() / wall
 		sr.OtherCPU = max(0, (m1-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
 		sr.Pass, sr.Why = s.Criteria.Pass(r)

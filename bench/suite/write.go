@@ -33,7 +33,7 @@ func writeReport(r *Run) (string, error) {
 	p("%s\n", summary(r).String())
 	p("Saturation = the highest offered rate whose step answered >= %.0f%% of it (achieved = accepted + business rejects per second), with p99 <= %v and <= %.1f%% failed or unsent requests. ",
 		o.Search.Criteria.MinAchieved*100, o.Search.Criteria.MaxP99, o.Search.Criteria.MaxErrors*100)
-	p("Server and generator share the machine's %d cores; the step tables give the cores each used (and CPU µs per request), the kernel's interrupt and softirq time (\"irq CPU\": much of loopback networking is done there, charged to no process), and the target's context switches and read/write-like syscalls (/proc/PID/io syscr+syscw) per request, and what every other process used meanwhile (\"other CPU\": other users' work on the machine disturbs the numbers; \"pacer p99\" grows when the generator itself cannot get a CPU), and a 20-fsync probe of the disk taken just before each step (other users' disk traffic shows up there; at low rates every durable acknowledgement waits for about one fsync).\n\n", r.Machine.Cores)
+	p("Server and generator share the machine's %d cores; the step tables give the cores each used (and CPU µs per request), the kernel's interrupt and softirq time (\"irq CPU\": much of loopback networking is done there, charged to no process), and the target's context switches and read/write-like syscalls (/proc/PID/io syscr+syscw) per request, and what every other process used meanwhile (\"other CPU\": other users' work on the machine disturbs the numbers; \"pacer p99\" grows when the generator itself cannot get a CPU), the time the target's and the generator's threads were runnable but waiting for a CPU (\"run-queue wait\", from /proc/PID/task/*/schedstat, as a share of the step's wall time summed over threads: above zero means more runnable threads than cores), and a 20-fsync probe of the disk taken just before each step (other users' disk traffic shows up there; at low rates every durable acknowledgement waits for about one fsync).\n\n", r.Machine.Cores)
 
 	p("## Run\n\n")
 	t := &report.Table{Header: []string{"", ""}}
@@ -290,8 +290,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
 	}
 	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
-		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "gen CPU", "gen µs/req", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
-	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
+	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		file := fmt.Sprintf("%s-%02d-%.0f.hgrm", prefix, i+1, st.Rate)
@@ -314,7 +314,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
 			fmt.Sprintf("%.2f", st.ServerCPU), fmt.Sprint(tcpu.Microseconds()),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
-			fmt.Sprintf("%.2f", st.GenCPU), fmt.Sprint(gcpu.Microseconds()),
+			runQueue(st.Target.RunDelay, st.Wall),
+			fmt.Sprintf("%.2f", st.GenCPU), fmt.Sprint(gcpu.Microseconds()), runQueue(st.GenRunDelay, st.Wall),
 			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU),
 			load.FormatLatency(st.DiskP50)+" / "+load.FormatLatency(st.DiskMax), verdict, "["+file+"]("+file+")")
 	}
@@ -495,4 +496,13 @@ func peak(s *Sweep) float64 {
 		p = max(p, s.Steps[i].Achieved())
 	}
 	return p
+}
+
+// runQueue formats a summed run-queue wait as a share of wall time (1.00:
+// on average one thread was waiting for a CPU all the time).
+func runQueue(d, wall time.Duration) string {
+	if wall <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", d.Seconds()/wall.Seconds())
 }
