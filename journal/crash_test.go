@@ -406,6 +406,12 @@ func TestCrashCheckerCatchesEarlyAck(t *testing.T) {
 	if os.Getenv(envCrashDir) != "" {
 		t.Skip("inside a child")
 	}
+	if raceEnabled {
+		// The broken variant answers before its shard is done with the
+		// request (OnAddUser reads it after the sync): a data race by
+		// construction, which the race detector rightly reports.
+		t.Skip("the deliberately broken variant races; run without -race")
+	}
 	dir := t.TempDir()
 	log := &crashLog{sent: map[string]bool{}, acked: map[string][2]uint64{}}
 	for i := 0; i < 10; i++ {
