@@ -25,16 +25,17 @@ const (
 )
 
 type impl struct {
-	opt     Options
-	logf    func(string, ...any)
-	db      *pebble.DB
-	dbMu    sync.RWMutex // guards db against Close for history readers
-	acc     *engine.Accounts
-	mkts    []*engine.MarketSpec
-	nMarket int      // market shards; the ledger is shard nMarket
-	shards  []*shard // market shards then the ledger
-	engines []*engine.Engine
-	fresh   bool
+	syncPace syncPace // group commit under load (pace.go)
+	opt      Options
+	logf     func(string, ...any)
+	db       *pebble.DB
+	dbMu     sync.RWMutex // guards db against Close for history readers
+	acc      *engine.Accounts
+	mkts     []*engine.MarketSpec
+	nMarket  int      // market shards; the ledger is shard nMarket
+	shards   []*shard // market shards then the ledger
+	engines  []*engine.Engine
+	fresh    bool
 	// replayed commands and the time recover took (snapshot load + replay)
 	replayed  int
 	replayDur time.Duration
@@ -79,6 +80,7 @@ func open(o Options) (*Node, error) {
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       24,
+		WALMinSyncInterval:          x.syncPace.interval,
 	}
 	if !o.ReadOnly {
 		// WAL sync chunks record in each chunk how far the WAL was synced,

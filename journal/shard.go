@@ -153,6 +153,7 @@ func (s *shard) segment(b []*Request) {
 		wb.Set(s.key, s.rec, nil)
 		s.wroteKeys.Add(uint64(wb.Count()))
 		s.wroteBytes.Add(uint64(wb.Len()))
+		x.syncPace.commit()
 		if err := wb.Commit(pebble.Sync); err != nil {
 			// The state in memory is ahead of the journal and can no longer
 			// be made durable: stopping loudly is the only honest answer.
