@@ -1,7 +1,6 @@
 package enginetest
 
 import (
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/weexcore/exchange/engine"
@@ -14,7 +13,7 @@ import (
 // withdrawals (some too large), new users, and a sprinkle of invalid
 // commands. It peeks at Ref (read-only) to aim at live orders and prices.
 type Gen struct {
-	R     *rand.Rand
+	R     *Rand
 	Ref   *Ref
 	Users int // trading users besides the fee account
 
@@ -26,7 +25,7 @@ type Gen struct {
 
 // NewGen returns a generator for ref with seed.
 func NewGen(seed uint64, ref *Ref, users int) *Gen {
-	return &Gen{R: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), Ref: ref, Users: users,
+	return &Gen{R: NewRand(seed), Ref: ref, Users: users,
 		mid: []int64{3_000_000, 40_000, 6_000, 3_000_000}, nextU: 10_000 + int64(users)}
 }
 
