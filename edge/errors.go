@@ -106,7 +106,6 @@ var rejectTable = [...]rejectInfo{
 	engine.RejectPostOnlyWouldTake:      {400, codeOrderRejected, "order rejected: post-only order would take liquidity"},
 	engine.RejectInvalidAmount:          {400, codeParam, "amount must be positive"},
 	engine.RejectUserExists:             {400, codeParam, "uid already exists"},
-	engine.RejectNoLiquidity:            {400, codeOrderRejected, "order rejected: no liquidity"},
 }
 
 func rejectOf(r engine.Reject) rejectInfo {

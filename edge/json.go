@@ -52,8 +52,14 @@ func (d *scanner) peek() byte {
 func (d *scanner) fail() bool { d.bad = true; return false }
 
 // objectStart consumes '{'.
-func (d *scanner) objectStart() bool {
-	if d.bad || d.peek() != '{' {
+func (d *scanner) objectStart() bool { return d.open('{') }
+
+// arrayStart consumes '['.
+func (d *scanner) arrayStart() bool { return d.open('[') }
+
+// open consumes the bracket c and enters one nesting level.
+func (d *scanner) open(c byte) bool {
+	if d.bad || d.peek() != c {
 		return d.fail()
 	}
 	d.i++
@@ -92,20 +98,6 @@ func (d *scanner) nextKey() bool {
 	}
 	d.i++
 	d.key = k
-	return true
-}
-
-// arrayStart consumes '['.
-func (d *scanner) arrayStart() bool {
-	if d.bad || d.peek() != '[' {
-		return d.fail()
-	}
-	d.i++
-	d.depth++
-	if d.depth > maxDepth {
-		return d.fail()
-	}
-	d.first = true
 	return true
 }
 

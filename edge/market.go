@@ -250,12 +250,9 @@ func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	if e != nil {
 		return e
 	}
-	limit, e := argInt(ctx, "limit", 15)
+	limit, e := argIntIn(ctx, "limit", 15, 1, 200)
 	if e != nil {
 		return e
-	}
-	if limit < 1 || limit > 200 {
-		return limitErr("limit", 1, 200)
 	}
 	bids, asks, _, err := s.node.Depth(m.spec.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
 	st.bids, st.asks = bids, asks
@@ -296,12 +293,9 @@ func handleMarketTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cr
 	if e != nil {
 		return e
 	}
-	limit, e := argInt(ctx, "limit", 100)
+	limit, e := argIntIn(ctx, "limit", 100, 1, 1000)
 	if e != nil {
 		return e
-	}
-	if limit < 1 || limit > 1000 {
-		return limitErr("limit", 1, 1000)
 	}
 	trades, err := s.node.MarketTrades(m.spec.ID, int(limit), st.trades[:0])
 	st.trades = trades
@@ -349,54 +343,54 @@ func (s *Server) tickerMarkets(ctx *fasthttp.RequestCtx) ([]*market, bool, *apiE
 	return s.markets, false, nil
 }
 
-// handleTickerPrice: GET /api/v3/market/ticker/price[?symbol=].
-func handleTickerPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	ms, one, e := s.tickerMarkets(ctx)
+// tickers answers a ticker endpoint: one object per market, written by
+// one, in an array unless the request named a symbol.
+func (s *Server) tickers(ctx *fasthttp.RequestCtx, st *reqState,
+	one func(b []byte, m *market) ([]byte, *apiError)) *apiError {
+	ms, single, e := s.tickerMarkets(ctx)
 	if e != nil {
 		return e
 	}
 	b := st.buf
-	if !one {
+	if !single {
 		b = append(b, '[')
 	}
 	for i, m := range ms {
-		_, _, last, err := s.node.Depth(m.spec.ID, 0, s.deadline(), st.bids[:0], st.asks[:0])
-		if err != nil {
-			return queryErr(err)
-		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"symbol":`...)
-		b = appendStr(b, m.spec.Symbol)
-		b = append(b, `,"price":"`...)
-		b = m.spec.AppendPrice(b, last)
-		b = append(b, `"}`...)
+		if b, e = one(b, m); e != nil {
+			return e
+		}
 	}
-	if !one {
+	if !single {
 		b = append(b, ']')
 	}
 	st.buf = b
 	return nil
 }
 
+// handleTickerPrice: GET /api/v3/market/ticker/price[?symbol=].
+func handleTickerPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
+		_, _, last, err := s.node.Depth(m.spec.ID, 0, s.deadline(), st.bids[:0], st.asks[:0])
+		if err != nil {
+			return b, queryErr(err)
+		}
+		b = append(b, `{"symbol":`...)
+		b = appendStr(b, m.spec.Symbol)
+		b = append(b, `,"price":"`...)
+		b = m.spec.AppendPrice(b, last)
+		return append(b, `"}`...), nil
+	})
+}
+
 // handleBookTicker: GET /api/v3/market/ticker/bookTicker[?symbol=].
 func handleBookTicker(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	ms, one, e := s.tickerMarkets(ctx)
-	if e != nil {
-		return e
-	}
-	b := st.buf
-	if !one {
-		b = append(b, '[')
-	}
-	for i, m := range ms {
+	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
 		bids, asks, _, err := s.node.Depth(m.spec.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
-			return queryErr(err)
-		}
-		if i > 0 {
-			b = append(b, ',')
+			return b, queryErr(err)
 		}
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, m.spec.Symbol)
@@ -404,13 +398,8 @@ func handleBookTicker(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred
 		b = appendBest(b, m.spec, "ask", asks)
 		b = append(b, `,"time":`...)
 		b = appendInt(b, st.nowMs)
-		b = append(b, '}')
-	}
-	if !one {
-		b = append(b, ']')
-	}
-	st.buf = b
-	return nil
+		return append(b, '}'), nil
+	})
 }
 
 func appendBest(b []byte, sp *engine.MarketSpec, side string, lv []engine.Level) []byte {
@@ -433,25 +422,17 @@ func appendBest(b []byte, sp *engine.MarketSpec, side string, lv []engine.Level)
 // handleTicker24h: GET /api/v3/market/ticker/24hr[?symbol=], computed from
 // the most recent 1000 public trades of the last 24 hours.
 func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	ms, one, e := s.tickerMarkets(ctx)
-	if e != nil {
-		return e
-	}
-	b := st.buf
-	if !one {
-		b = append(b, '[')
-	}
 	from := st.nowMs - 24*3600*1000
-	for i, m := range ms {
+	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
 		sp := m.spec
 		bids, asks, last, err := s.node.Depth(sp.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
-			return queryErr(err)
+			return b, queryErr(err)
 		}
 		trades, err := s.node.MarketTrades(sp.ID, 1000, st.trades[:0])
 		st.trades = trades
 		if err != nil {
-			return queryErr(err)
+			return b, queryErr(err)
 		}
 		var open, high, low engine.Price
 		var vol engine.Qty
@@ -475,9 +456,6 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 		}
 		if count == 0 {
 			open, high, low, openT = last, last, last, st.nowMs
-		}
-		if i > 0 {
-			b = append(b, ',')
 		}
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, sp.Symbol)
@@ -510,11 +488,6 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 		b = appendInt(b, st.nowMs)
 		b = append(b, `,"count":`...)
 		b = appendInt(b, count)
-		b = append(b, '}')
-	}
-	if !one {
-		b = append(b, ']')
-	}
-	st.buf = b
-	return nil
+		return append(b, '}'), nil
+	})
 }

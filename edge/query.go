@@ -66,19 +66,13 @@ func handleAllOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	if e != nil {
 		return e
 	}
-	limit, e := argInt(ctx, "limit", 100)
+	limit, e := argIntIn(ctx, "limit", 100, 1, 1000)
 	if e != nil {
 		return e
 	}
-	if limit < 1 || limit > 1000 {
-		return limitErr("limit", 1, 1000)
-	}
-	page, e := argInt(ctx, "page", 1)
+	page, e := argIntIn(ctx, "page", 1, 1, 1_000_000)
 	if e != nil {
 		return e
-	}
-	if page < 1 || page > 1_000_000 {
-		return limitErr("page", 1, 1_000_000)
 	}
 	orders, err := s.node.AllOrders(c.uid, m.spec.ID, start, end, int((page-1)*limit), int(limit), st.orders[:0])
 	st.orders = orders
@@ -109,12 +103,9 @@ func handleMyTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) 
 	if e != nil {
 		return e
 	}
-	limit, e := argInt(ctx, "limit", 100)
+	limit, e := argIntIn(ctx, "limit", 100, 1, 1000)
 	if e != nil {
 		return e
-	}
-	if limit < 1 || limit > 1000 {
-		return limitErr("limit", 1, 1000)
 	}
 	orderID, e := argInt(ctx, "orderId", 0)
 	if e != nil {

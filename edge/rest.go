@@ -219,6 +219,15 @@ func argInt(ctx *fasthttp.RequestCtx, name string, def int64) (int64, *apiError)
 	return v, nil
 }
 
+// argIntIn is argInt for a parameter that must lie in [lo, hi].
+func argIntIn(ctx *fasthttp.RequestCtx, name string, def, lo, hi int64) (int64, *apiError) {
+	v, e := argInt(ctx, name, def)
+	if e == nil && (v < lo || v > hi) {
+		e = limitErr(name, lo, hi)
+	}
+	return v, e
+}
+
 // argSymbol resolves the symbol parameter; required or optional.
 func (s *Server) argSymbol(ctx *fasthttp.RequestCtx, required bool) (*market, *apiError) {
 	args := ctx.QueryArgs()

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -175,9 +174,4 @@ func (a *Accounts) setBalance(u UserIdx, c CoinID, avail, total Amount) {
 	cl := a.cell(u, c)
 	cl.avail.Store(int64(avail))
 	cl.total.Store(int64(total))
-}
-
-// String describes the table's size (for logs).
-func (a *Accounts) String() string {
-	return fmt.Sprintf("accounts: %d users, %d coins", a.NumUsers(), a.nc)
 }

@@ -33,9 +33,6 @@ const MaxScale = 18
 var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
 
-// Pow10 returns 10^n for 0 <= n <= 18.
-func Pow10(n int) int64 { return pow10[n] }
-
 // ParseFixed parses an unsigned decimal string ("12", "12.5", "0.001") into
 // an integer count of 10^-scale units. Digits past the scale are allowed only
 // if they are zeros ("1.50" at scale 1 is 15). It allocates nothing. Errors,
@@ -141,24 +138,6 @@ func AppendFixed(dst []byte, v int64, scale int) []byte {
 		u /= 10
 	}
 	return append(dst, buf[i:]...)
-}
-
-// AppendTrimmed appends v like AppendFixed but without trailing fractional
-// zeros ("1.500" becomes "1.5", "2.000" becomes "2").
-func AppendTrimmed(dst []byte, v int64, scale int) []byte {
-	start := len(dst)
-	dst = AppendFixed(dst, v, scale)
-	if scale == 0 {
-		return dst
-	}
-	end := len(dst)
-	for end > start && dst[end-1] == '0' {
-		end--
-	}
-	if dst[end-1] == '.' {
-		end--
-	}
-	return dst[:end]
 }
 
 // Decimals returns the number of fractional digits of a canonical decimal

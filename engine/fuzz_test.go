@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -77,16 +76,9 @@ func checkParse(t *testing.T, s string, scale int) {
 	if back, err := engine.ParseFixed(f, scale); err != nil || back != got {
 		t.Fatalf("ParseFixed(AppendFixed(%d, %d) = %q): got %d, %v; want %d", got, scale, f, back, err, got)
 	}
-	tr := engine.AppendTrimmed(nil, got, scale)
-	if back, err := engine.ParseFixed(tr, scale); err != nil || back != got {
-		t.Fatalf("ParseFixed(AppendTrimmed(%d, %d) = %q): got %d, %v; want %d", got, scale, tr, back, err, got)
-	}
-	if n := len(tr); n > 0 && (tr[n-1] == '.' || tr[n-1] == '0' && bytes.IndexByte(tr, '.') >= 0) {
-		t.Fatalf("AppendTrimmed(%d, %d): got %q, want no trailing zeros or dot", got, scale, tr)
-	}
 }
 
-// FuzzParseFixed checks ParseFixed, AppendFixed and AppendTrimmed against
+// FuzzParseFixed checks ParseFixed and AppendFixed against
 // math/big: every accepted string parses to exactly its value, formatting
 // round-trips, and every refused string is refused for the right reason.
 func FuzzParseFixed(f *testing.F) {
@@ -123,11 +115,6 @@ func FuzzAppendFixed(f *testing.F) {
 		scale := int(sc % (engine.MaxScale + 1))
 		if got, want := string(engine.AppendFixed(nil, v, scale)), bigFormat(v, scale); got != want {
 			t.Fatalf("AppendFixed(%d, %d): got %q, want %q", v, scale, got, want)
-		}
-		tr := string(engine.AppendTrimmed([]byte("x"), v, scale))[1:]
-		r, ok := new(big.Rat).SetString(tr)
-		if !ok || r.Cmp(new(big.Rat).SetFrac(big.NewInt(v), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))) != 0 {
-			t.Fatalf("AppendTrimmed(%d, %d): got %q, not the same value", v, scale, tr)
 		}
 	})
 }

@@ -25,7 +25,6 @@ const (
 	RejectPostOnlyWouldTake
 	RejectInvalidAmount // deposit/withdraw amount not positive
 	RejectUserExists
-	RejectNoLiquidity // reserved
 	rejectCount
 )
 
@@ -50,7 +49,6 @@ var rejectNames = [...]string{
 	RejectPostOnlyWouldTake:      "POST_ONLY_WOULD_TAKE",
 	RejectInvalidAmount:          "INVALID_AMOUNT",
 	RejectUserExists:             "USER_EXISTS",
-	RejectNoLiquidity:            "NO_LIQUIDITY",
 }
 
 // String returns the stable upper-case name clients see as errorCode.

@@ -94,8 +94,5 @@ func (c *ClientID) Set(b []byte) bool {
 	return true
 }
 
-// Equal reports whether c and d hold the same id.
-func (c *ClientID) Equal(d *ClientID) bool { return string(c.Bytes()) == string(d.Bytes()) }
-
 // String returns the id as a string (allocates; not for hot paths).
 func (c *ClientID) String() string { return string(c.B[:c.N]) }
