@@ -52,8 +52,7 @@ type impl struct {
 
 	// ackBeforeSync is a deliberately broken mode for the crash test's
 	// self-check (JOURNAL_TEST_ACK_BEFORE_SYNC=1 in the test binary only):
-	// requests are acknowledged when queued, before they are applied,
-	// written or synced. Callers must not release such requests.
+	// a batch is answered after it is applied, before it is committed.
 	ackBeforeSync bool
 }
 
@@ -301,20 +300,14 @@ func (x *impl) push(s *shard, r *Request) error {
 		return ErrClosed
 	}
 	r.rt.state.Store(stateQueued)
+	r.rt.refs.Add(1) // the shard's, dropped by complete
 	if !s.q.push(r) {
+		r.rt.refs.Add(-1)
 		r.rt.state.Store(stateIdle)
 		x.submitters.Add(-1)
 		return ErrBusy
 	}
 	x.submitters.Add(-1)
-	if x.ackBeforeSync {
-		// Broken on purpose: acknowledge on enqueue, long before the sync.
-		r.rt.state.Store(stateDone)
-		select {
-		case r.rt.done <- struct{}{}:
-		default:
-		}
-	}
 	return nil
 }
 

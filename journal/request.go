@@ -8,15 +8,20 @@ import (
 	"github.com/weexcore/exchange/engine"
 )
 
-// Request life cycle (reqState.state):
+// Request life cycle (reqState.state), for Wait:
 //
 //	stateIdle -> stateQueued (Submit) -> stateDone (shard, after the sync)
 //	                                  -> stateAbandoned (Wait timed out)
 //
 // Exactly one of the shard and the waiter wins the CAS out of stateQueued.
-// When the waiter abandons a request, the shard owns it from then on and
-// returns it to the pool itself; ReleaseRequest of an abandoned request is a
-// no-op, so a late result can never be written into a reused request.
+//
+// Recycling is decided by reqState.refs, not by the state: the caller holds
+// one reference from AcquireRequest to ReleaseRequest, and a successful
+// Submit adds one for the shard, dropped after it completes the request.
+// Whoever drops the last one returns the request to the pool, so a request
+// abandoned by a timed-out Wait is neither reused while its shard still
+// writes its result nor put into the pool twice, whichever of the shard's
+// completion and the caller's release comes first.
 const (
 	stateIdle uint32 = iota
 	stateQueued
@@ -35,6 +40,7 @@ const (
 
 type reqState struct {
 	state atomic.Uint32
+	refs  atomic.Int32  // holders: the caller, and the shard while queued
 	done  chan struct{} // capacity 1: the shard's signal
 	timer *time.Timer   // reused across Waits
 	op    op
@@ -51,6 +57,7 @@ var reqPool = sync.Pool{New: func() any {
 func acquireRequest() *Request {
 	r := reqPool.Get().(*Request)
 	r.reset()
+	r.rt.refs.Store(1)
 	return r
 }
 
@@ -72,16 +79,16 @@ func (r *Request) reset() {
 }
 
 func releaseRequest(r *Request) {
-	if r == nil || r.rt.state.Load() == stateAbandoned {
-		return // the shard releases it when it is done with it
+	if r != nil {
+		r.unref()
 	}
-	if r.rt.state.Load() == stateQueued {
-		// Still in a ring or batch: dropping it is the only safe choice.
-		if r.rt.state.CompareAndSwap(stateQueued, stateAbandoned) {
-			return
-		}
+}
+
+// unref drops one reference; the last one returns r to the pool.
+func (r *Request) unref() {
+	if r.rt.refs.Add(-1) == 0 {
+		reqPool.Put(r)
 	}
-	reqPool.Put(r)
 }
 
 // complete publishes r's result; called by the shard after the sync.
@@ -92,14 +99,8 @@ func (r *Request) complete(err error) {
 		case r.rt.done <- struct{}{}:
 		default:
 		}
-		return
 	}
-	if r.rt.state.Load() == stateDone {
-		return // acknowledged early by the broken test mode (ackBeforeSync)
-	}
-	// Abandoned by its waiter: it is ours to recycle.
-	r.rt.state.Store(stateIdle)
-	reqPool.Put(r)
+	r.unref() // the shard's reference: r must not be touched after this
 }
 
 func (r *Request) wait(deadline time.Time) error {

@@ -153,6 +153,12 @@ func (s *shard) segment(b []*Request) {
 		wb.Set(s.key, s.rec, nil)
 		s.wroteKeys.Add(uint64(wb.Count()))
 		s.wroteBytes.Add(uint64(wb.Len()))
+		if x.ackBeforeSync {
+			// Broken on purpose (the crash test's self-check): answer
+			// before the commit, so a kill can take back acked commands.
+			s.answer(b)
+			b = nil
+		}
 		x.syncPace.commit()
 		if err := wb.Commit(pebble.Sync); err != nil {
 			// The state in memory is ahead of the journal and can no longer
@@ -162,9 +168,16 @@ func (s *shard) segment(b []*Request) {
 		wb.Reset() // keeps its buffer: a drained batch is megabytes
 		x.sinceSnap.Add(int64(count))
 	}
+	s.answer(b)
+}
+
+// answer makes the batch's credits available (Flush), registers its new
+// users with the edge, and wakes its requests; after it the shard does not
+// touch b. Normally it runs once the batch is synced.
+func (s *shard) answer(b []*Request) {
 	s.eng.Flush()
 	s.flushed.Store(s.seq)
-	if f := x.opt.OnAddUser; f != nil {
+	if f := s.x.opt.OnAddUser; f != nil && b != nil {
 		for _, r := range s.adds {
 			f(&r.Cmd)
 		}

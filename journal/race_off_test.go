@@ -1,6 +1,0 @@
-//go:build !race
-
-package journal
-
-// raceEnabled: the binary was built with -race.
-const raceEnabled = false
