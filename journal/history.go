@@ -194,21 +194,7 @@ func (x *impl) trades(uid int64, m engine.MarketID, startMs, endMs int64, limit 
 	} else {
 		upper = tradeKey(nil, uid, m, endMs+1, -1<<63, false)
 	}
-	var bad error
-	err := x.scan(lower, upper, false, func(k, v []byte) bool {
-		var t engine.Trade
-		if !decodeTrade(v, &t) {
-			bad = fmt.Errorf("journal: corrupt trade row %x", k)
-			return false
-		}
-		dst = append(dst, t)
-		limit--
-		return limit > 0
-	})
-	if err == nil {
-		err = bad
-	}
-	return dst, err
+	return x.scanTrades(lower, upper, false, limit, dst)
 }
 
 func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([]engine.Trade, error) {
@@ -217,8 +203,13 @@ func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([
 	}
 	lower := be.AppendUint16([]byte{pfxPublic}, uint16(m))
 	upper := be.AppendUint16([]byte{pfxPublic}, uint16(m)+1)
+	return x.scanTrades(lower, upper, true, limit, dst)
+}
+
+// scanTrades appends up to limit trade rows in [lower, upper) to dst.
+func (x *impl) scanTrades(lower, upper []byte, reverse bool, limit int, dst []engine.Trade) ([]engine.Trade, error) {
 	var bad error
-	err := x.scan(lower, upper, true, func(k, v []byte) bool {
+	err := x.scan(lower, upper, reverse, func(k, v []byte) bool {
 		var t engine.Trade
 		if !decodeTrade(v, &t) {
 			bad = fmt.Errorf("journal: corrupt trade row %x", k)
