@@ -1,5 +1,7 @@
 package engine
 
+import "math/bits"
+
 // inBand reports whether limit price p is within the band around last.
 func inBand(s *MarketSpec, sd Side, p, last Price) bool {
 	if sd == Buy {
@@ -310,18 +312,35 @@ func generatedClientID(id int64) ClientID {
 	return c
 }
 
-// setGeneratedClientID writes "x-<id>" into c (id > 0).
+// setGeneratedClientID writes "x-<id>" into c (id > 0). The bytes after
+// the id must already be zero (c is fresh or was cleared).
 func setGeneratedClientID(c *ClientID, id int64) {
-	var d [20]byte
-	i := len(d)
-	for u := uint64(id); u > 0 || i == len(d); u /= 10 {
-		i--
-		d[i] = byte('0' + u%10)
+	u := uint64(id)
+	n := bits.Len64(u) * 1233 >> 12 // floor(log10(2^len)), digits-1 or digits
+	if n < len(pow10) && u >= uint64(pow10[n]) {
+		n++
 	}
+	n = max(n, 1)
 	c.B[0], c.B[1] = 'x', '-'
-	c.N = uint8(2 + copy(c.B[2:], d[i:]))
-	clear(c.B[c.N:])
+	c.N = uint8(2 + n)
+	b := c.B[2 : 2+n]
+	i := n
+	for u >= 100 { // two digits per division
+		r := u % 100
+		u /= 100
+		i -= 2
+		b[i], b[i+1] = digits2[2*r], digits2[2*r+1]
+	}
+	if u >= 10 {
+		b[0], b[1] = digits2[2*u], digits2[2*u+1]
+	} else {
+		b[0] = byte('0' + u)
+	}
 }
+
+const digits2 = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" +
+	"30313233343536373839" + "40414243444546474849" + "50515253545556575859" +
+	"60616263646566676869" + "70717273747576777879" + "80818283848586878889" + "90919293949596979899"
 
 func (e *Engine) view(o *order) OrderView {
 	return OrderView{OrderID: o.id, UID: e.acc.UID(o.user), User: o.user, Market: o.market,

@@ -60,8 +60,8 @@ func (p *pool) alloc() handle {
 	return h
 }
 
+// release frees h. The order is not cleared: alloc's callers overwrite it.
 func (p *pool) release(h handle) {
-	*p.get(h) = order{}
 	p.free = append(p.free, h)
 	p.live--
 }

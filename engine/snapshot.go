@@ -131,6 +131,7 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 		for j := 0; j < n && r.err == nil; j++ {
 			h := e.pool.alloc()
 			o := e.pool.get(h)
+			*o = order{}
 			o.id = r.i64()
 			o.user = UserIdx(r.u32())
 			o.side, o.typ, o.tif, o.status = Side(r.u8()), OrderType(r.u8()), TIF(r.u8()), Status(r.u8())
