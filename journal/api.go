@@ -137,7 +137,8 @@ func (n *Node) AllOrders(uid int64, m engine.MarketID, startMs, endMs int64, off
 }
 
 // Bills returns uid's finance records with time in [startMs, endMs), newest
-// first, filtered by coin (coinAll for any) and biz (0 for any).
+// first, filtered by coin (coinAll for any) and biz (0 for any). History
+// does not keep Bill.User (it is 0); UID identifies the user.
 func (n *Node) Bills(uid int64, coin int, biz engine.BizType, startMs, endMs int64, offset, limit int, dst []engine.Bill) ([]engine.Bill, error) {
 	return n.bills(uid, coin, biz, startMs, endMs, offset, limit, dst)
 }
@@ -146,6 +147,7 @@ func (n *Node) Bills(uid int64, coin int, biz engine.BizType, startMs, endMs int
 const CoinAll = -1
 
 // Trades returns uid's trades in m within [startMs, endMs], oldest first.
+// Each carries only uid's side: the other side's order, uid and fee are 0.
 func (n *Node) Trades(uid int64, m engine.MarketID, startMs, endMs int64, limit int, dst []engine.Trade) ([]engine.Trade, error) {
 	return n.trades(uid, m, startMs, endMs, limit, dst)
 }

@@ -15,7 +15,7 @@
 // timeMs = max(previous, wall clock), gives every command seq = previous+1,
 // applies it to its engine (recording cross-shard decisions in Cmd.Dec),
 // answers in-shard queries in order, then writes ONE journal record for the
-// batch plus the history rows the commands produced in ONE Pebble batch,
+// batch plus the history blocks the commands produced in ONE Pebble batch,
 // commits it with Sync, calls Engine.Flush (credits become available only
 // once durable) and only then wakes the waiting requests.
 //
@@ -97,10 +97,38 @@
 // old commands: audit from the snapshot in that case (rule epochs by
 // sequence are future work).
 //
+// # History blocks
+//
+// The queries' rows (all orders, fills, finance records, public trades)
+// are written in the same synced Pebble batch as the journal record of the
+// batch that produced them, and never during replay. They are grouped per
+// batch, not per event: one Pebble key costs about as much as 300 bytes of
+// value, and a drained batch of 4096 commands would otherwise write ~30k
+// keys. Per batch the shard writes:
+//
+//   - "o" uid market firstOrderID: the orders uid created in market in
+//     the batch, each in its state at the end of the batch;
+//   - "l" orderID: the latest state of an order that changed in a later
+//     batch than the one that created it (overwritten);
+//   - "c" uid market clientID -> orderID for a client-supplied id (a
+//     generated "x-<orderID>" needs no row: it names its order);
+//   - "h" uid timeMs shard firstSeq: uid's fills (its side of each trade)
+//     and finance records, in the order they happened;
+//   - "p" market firstTradeID: the market's trades.
+//
+// Values start with a version byte (1) and use varints (zigzag for signed
+// values) relative to the block's key and header: order ids as steps of
+// 1024 from the block's first id, times as offsets, a bill's fill as a
+// back-reference to a fill tuple (market, qty, quote) already in the block,
+// a bill's balance after as the correction to the previous after of the
+// same coin in the block plus its delta (zero unless another shard changed
+// the balance in between). The encoders and decoders are in hist.go; every
+// query decodes blocks and filters (history.go). An order's creation time
+// and its id grow together along its market's shard, so allOrders finds the
+// first block of a time range by a binary search over order ids.
+//
 // # Other rows
 //
-// History rows ("o", "i", "c", "b", "t", "p") and user registration rows
-// ("u": the CmdAddUser, so OnAddUser can be called for users a snapshot
-// covers) are written in the same synced batch as the journal record of
-// the command that produced them, and never during replay.
+// "u" user: the CmdAddUser that registered a user, so OnAddUser can be
+// called for users a snapshot covers; written with its batch.
 package journal

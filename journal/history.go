@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/weexcore/exchange/engine"
@@ -77,124 +78,310 @@ func (x *impl) get(key []byte, f func(v []byte)) (bool, error) {
 
 const maxTime = int64(^uint64(0) >> 1)
 
+// viewIter runs f with a read lock held and a fresh iterator over
+// [lower, upper); f may also read x.db directly.
+func (x *impl) viewIter(lower, upper []byte, f func(it *pebble.Iterator) error) error {
+	x.dbMu.RLock()
+	defer x.dbMu.RUnlock()
+	if x.db == nil {
+		return ErrClosed
+	}
+	it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("journal: %v", err)
+	}
+	err = f(it)
+	if ierr := it.Error(); err == nil && ierr != nil {
+		err = fmt.Errorf("journal: %v", ierr)
+	}
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("journal: %v", cerr)
+	}
+	return err
+}
+
+// latest replaces o with its "l" row, when it has one (x.dbMu held).
+func (x *impl) latest(o *engine.OrderView) error {
+	v, c, err := x.db.Get(laterKey(nil, o.OrderID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("journal: %v", err)
+	}
+	defer c.Close()
+	if !decodeLater(o.OrderID, v, o) {
+		return fmt.Errorf("journal: corrupt order row for order %d", o.OrderID)
+	}
+	return nil
+}
+
+// orderBlock decodes the "o" block at it, calling f with each order in id
+// order until f returns false; it reports the block's creation time.
+func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error) {
+	first, ok := orderBlockFirst(k)
+	r, u, t, ok2 := orderBlockHeader(v)
+	if !ok || !ok2 {
+		return 0, fmt.Errorf("journal: corrupt order block %x", k)
+	}
+	uid := int64(be.Uint64(k[1:]) ^ 1<<63)
+	m := engine.MarketID(be.Uint16(k[9:]))
+	for len(r.b) > 0 {
+		var o engine.OrderView
+		r.order(&o, uid, u, m, first, t)
+		if r.bad {
+			return 0, fmt.Errorf("journal: corrupt order block %x", k)
+		}
+		if f != nil && !f(&o) {
+			break
+		}
+	}
+	return t, nil
+}
+
+// allOrders: uid's "o" blocks in m are in order id order, which is also
+// creation time order (ids and batch times both grow along a market's
+// shard), so the first block created at or after startMs is found by a
+// binary search over order ids, and the scan goes forward from there.
 func (x *impl) allOrders(uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, dst []engine.OrderView) ([]engine.OrderView, error) {
 	if limit <= 0 || endMs < startMs {
 		return dst, nil
 	}
-	lower := orderKey(nil, uid, m, startMs, -1<<63)
-	var upper []byte
-	if endMs == maxTime {
-		upper = be.AppendUint16(be.AppendUint64([]byte{pfxOrder}, s64(uid)), uint16(m)+1)
-	} else {
-		upper = orderKey(nil, uid, m, endMs+1, -1<<63)
-	}
-	var bad error
-	err := x.scan(lower, upper, false, func(k, v []byte) bool {
-		if offset > 0 {
-			offset--
-			return true
+	lower := orderBlockKey(nil, uid, m, -1<<63)
+	upper := be.AppendUint16(be.AppendUint64([]byte{pfxOrder}, s64(uid)), uint16(m)+1)
+	err := x.viewIter(lower, upper, func(it *pebble.Iterator) error {
+		// smallest id x such that the first block at or after x was created
+		// at or after startMs (or there is none)
+		lo, hi := int64(0), int64(1)<<62
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			if !it.SeekGE(orderBlockKey(nil, uid, m, mid)) {
+				hi = mid
+				continue
+			}
+			_, _, t, ok := orderBlockHeader(it.Value())
+			if !ok {
+				return fmt.Errorf("journal: corrupt order block %x", it.Key())
+			}
+			if t >= startMs {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
 		}
-		var o engine.OrderView
-		if !decodeOrderView(v, &o) {
-			bad = fmt.Errorf("journal: corrupt order row %x", k)
-			return false
+		var ferr error
+		for valid := it.SeekGE(orderBlockKey(nil, uid, m, lo)); valid && limit > 0; valid = it.Next() {
+			t, err := orderBlockEach(it.Key(), it.Value(), func(o *engine.OrderView) bool {
+				if o.TimeMs < startMs || o.TimeMs > endMs {
+					return true
+				}
+				if offset > 0 {
+					offset--
+					return true
+				}
+				if o.Status.Working() {
+					if ferr = x.latest(o); ferr != nil {
+						return false
+					}
+				}
+				dst = append(dst, *o)
+				limit--
+				return limit > 0
+			})
+			if err != nil {
+				return err
+			}
+			if ferr != nil {
+				return ferr
+			}
+			if t > endMs {
+				break
+			}
 		}
-		dst = append(dst, o)
-		limit--
-		return limit > 0
+		return nil
 	})
-	if err == nil {
-		err = bad
-	}
 	return dst, err
 }
 
 // historyOrder finds an order in history by id, or by client id when id is
 // 0 (the latest order of uid in m with that client id).
 func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) (engine.OrderView, bool, error) {
-	if id == 0 {
-		if len(cid) == 0 {
-			return engine.OrderView{}, false, nil
+	if id != 0 {
+		return x.orderByID(uid, m, id)
+	}
+	if len(cid) == 0 {
+		return engine.OrderView{}, false, nil
+	}
+	// A client-supplied id has a "c" row; a generated one ("x-<id>") names
+	// its order. Both can exist (a client may send a generated-looking id):
+	// the later order wins.
+	var best engine.OrderView
+	var found bool
+	try := func(id int64) error {
+		o, ok, err := x.orderByID(uid, m, id)
+		if err != nil || !ok || string(o.ClientID.Bytes()) != string(cid) {
+			return err
 		}
-		ok, err := x.get(clientIDKey(nil, uid, m, cid), func(v []byte) {
-			if len(v) == 8 {
-				id = int64(be.Uint64(v) ^ 1<<63)
-			}
-		})
-		if !ok || err != nil || id == 0 {
+		if !found || o.OrderID > best.OrderID {
+			best, found = o, true
+		}
+		return nil
+	}
+	var cidOrder int64
+	if _, err := x.get(clientIDKey(nil, uid, m, cid), func(v []byte) {
+		if len(v) == 8 {
+			cidOrder = int64(be.Uint64(v) ^ 1<<63)
+		}
+	}); err != nil {
+		return engine.OrderView{}, false, err
+	}
+	if cidOrder != 0 {
+		if err := try(cidOrder); err != nil {
 			return engine.OrderView{}, false, err
 		}
 	}
-	var ok2 bool
-	var ref []byte
-	ok, err := x.get(orderIDKey(nil, id), func(v []byte) {
-		if len(v) == 18 {
-			ref = append(ref, v...)
-			ok2 = true
+	if len(cid) > 2 && cid[0] == 'x' && cid[1] == '-' {
+		if n, err := strconv.ParseInt(string(cid[2:]), 10, 64); err == nil && n > 0 {
+			if err := try(n); err != nil {
+				return engine.OrderView{}, false, err
+			}
 		}
-	})
-	if !ok || !ok2 || err != nil {
-		return engine.OrderView{}, false, err
 	}
-	if int64(be.Uint64(ref)^1<<63) != uid || engine.MarketID(be.Uint16(ref[8:])) != m {
-		return engine.OrderView{}, false, nil // another user's or market's order
-	}
+	return best, found, nil
+}
+
+// orderByID reads order id of uid in m: its "l" row if it has one, else
+// its entry in the "o" block that created it (the last block whose first
+// id is <= id).
+func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderView, bool, error) {
 	var o engine.OrderView
-	var good bool
-	ok, err = x.get(orderKey(nil, uid, m, int64(be.Uint64(ref[10:])^1<<63), id), func(v []byte) {
-		good = decodeOrderView(v, &o)
+	var found bool
+	lower := orderBlockKey(nil, uid, m, -1<<63)
+	upper := orderBlockKey(nil, uid, m, id+1)
+	err := x.viewIter(lower, upper, func(it *pebble.Iterator) error {
+		v, c, err := x.db.Get(laterKey(nil, id))
+		if err == nil {
+			defer c.Close()
+			if !decodeLater(id, v, &o) {
+				return fmt.Errorf("journal: corrupt order row for order %d", id)
+			}
+			found = o.UID == uid && o.Market == m // else another user's or market's order
+			return nil
+		}
+		if !errors.Is(err, pebble.ErrNotFound) {
+			return fmt.Errorf("journal: %v", err)
+		}
+		if !it.Last() {
+			return nil
+		}
+		_, err = orderBlockEach(it.Key(), it.Value(), func(e *engine.OrderView) bool {
+			if e.OrderID == id {
+				o, found = *e, true
+			}
+			return e.OrderID < id
+		})
+		return err
 	})
-	if !ok || err != nil {
+	if err != nil || !found {
 		return engine.OrderView{}, false, err
-	}
-	if !good {
-		return engine.OrderView{}, false, fmt.Errorf("journal: corrupt order row for order %d", id)
 	}
 	return o, true, nil
 }
+
+// eachUserEntry walks uid's "h" blocks with time in [startMs, endMs),
+// forwards or backwards; within a block entries go forwards. f returns
+// false to stop.
+func (x *impl) eachUserBlock(uid, startMs, endMs int64, reverse bool, f func(d *userBlockDecoder) (bool, error)) error {
+	lower, upper := userBlockRange(uid, startMs, endMs)
+	var d userBlockDecoder
+	var ferr error
+	err := x.scan(lower, upper, reverse, func(k, v []byte) bool {
+		if !d.init(k, v) {
+			ferr = fmt.Errorf("journal: corrupt history block %x", k)
+			return false
+		}
+		var more bool
+		more, ferr = f(&d)
+		return more && ferr == nil
+	})
+	if err == nil {
+		err = ferr
+	}
+	return err
+}
+
+var errCorruptBlock = errors.New("journal: corrupt history block")
 
 func (x *impl) bills(uid int64, coin int, biz engine.BizType, startMs, endMs int64, offset, limit int, dst []engine.Bill) ([]engine.Bill, error) {
 	if limit <= 0 || endMs <= startMs {
 		return dst, nil
 	}
-	lower := billKey(nil, uid, startMs, 0)
-	upper := billKey(nil, uid, endMs, 0)
-	var bad error
-	err := x.scan(lower, upper, true, func(k, v []byte) bool {
+	var block []engine.Bill
+	err := x.eachUserBlock(uid, startMs, endMs, true, func(d *userBlockDecoder) (bool, error) {
+		block = block[:0]
+		var t engine.Trade
 		var b engine.Bill
-		if !decodeBill(v, &b) {
-			bad = fmt.Errorf("journal: corrupt bill row %x", k)
-			return false
+		for {
+			fill, ok := d.next(&t, &b)
+			if !ok {
+				break
+			}
+			if !fill {
+				block = append(block, b)
+			}
 		}
-		if coin != CoinAll && int(b.Coin) != coin || biz != 0 && b.Biz != biz {
-			return true
+		if d.r.bad {
+			return false, errCorruptBlock
 		}
-		if offset > 0 {
-			offset--
-			return true
+		for i := len(block) - 1; i >= 0; i-- { // newest first
+			b := &block[i]
+			if coin != CoinAll && int(b.Coin) != coin || biz != 0 && b.Biz != biz {
+				continue
+			}
+			if offset > 0 {
+				offset--
+				continue
+			}
+			dst = append(dst, *b)
+			if limit--; limit == 0 {
+				return false, nil
+			}
 		}
-		dst = append(dst, b)
-		limit--
-		return limit > 0
+		return true, nil
 	})
-	if err == nil {
-		err = bad
-	}
 	return dst, err
 }
 
+// trades returns uid's fills in m; a user's trade carries only that user's
+// side (its order, uid and fee); the other side's are zero.
 func (x *impl) trades(uid int64, m engine.MarketID, startMs, endMs int64, limit int, dst []engine.Trade) ([]engine.Trade, error) {
 	if limit <= 0 || endMs < startMs {
 		return dst, nil
 	}
-	lower := tradeKey(nil, uid, m, startMs, -1<<63, false)
-	var upper []byte
-	if endMs == maxTime {
-		upper = be.AppendUint16(be.AppendUint64([]byte{pfxTrade}, s64(uid)), uint16(m)+1)
-	} else {
-		upper = tradeKey(nil, uid, m, endMs+1, -1<<63, false)
+	if endMs < maxTime {
+		endMs++
 	}
-	return x.scanTrades(lower, upper, false, limit, dst)
+	err := x.eachUserBlock(uid, startMs, endMs, false, func(d *userBlockDecoder) (bool, error) {
+		var t engine.Trade
+		var b engine.Bill
+		for {
+			fill, ok := d.next(&t, &b)
+			if !ok {
+				break
+			}
+			if fill && t.Market == m {
+				dst = append(dst, t)
+				if limit--; limit == 0 {
+					return false, nil
+				}
+			}
+		}
+		if d.r.bad {
+			return false, errCorruptBlock
+		}
+		return true, nil
+	})
+	return dst, err
 }
 
 func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([]engine.Trade, error) {
@@ -203,21 +390,21 @@ func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([
 	}
 	lower := be.AppendUint16([]byte{pfxPublic}, uint16(m))
 	upper := be.AppendUint16([]byte{pfxPublic}, uint16(m)+1)
-	return x.scanTrades(lower, upper, true, limit, dst)
-}
-
-// scanTrades appends up to limit trade rows in [lower, upper) to dst.
-func (x *impl) scanTrades(lower, upper []byte, reverse bool, limit int, dst []engine.Trade) ([]engine.Trade, error) {
+	var block []engine.Trade
 	var bad error
-	err := x.scan(lower, upper, reverse, func(k, v []byte) bool {
-		var t engine.Trade
-		if !decodeTrade(v, &t) {
-			bad = fmt.Errorf("journal: corrupt trade row %x", k)
+	err := x.scan(lower, upper, true, func(k, v []byte) bool {
+		block = block[:0]
+		if !decodePublic(k, v, func(t *engine.Trade) bool { block = append(block, *t); return true }) {
+			bad = fmt.Errorf("journal: corrupt trade block %x", k)
 			return false
 		}
-		dst = append(dst, t)
-		limit--
-		return limit > 0
+		for i := len(block) - 1; i >= 0; i-- { // newest first
+			dst = append(dst, block[i])
+			if limit--; limit == 0 {
+				return false
+			}
+		}
+		return true
 	})
 	if err == nil {
 		err = bad
@@ -226,18 +413,15 @@ func (x *impl) scanTrades(lower, upper []byte, reverse bool, limit int, dst []en
 }
 
 // Export calls trade for every public trade (market id order, then trade
-// id) and bill for every finance record (uid, time, bill id order). For
-// the audit tool.
+// id) and bill for every finance record (uid, then time, shard and seq
+// order). For the audit tool.
 func (n *Node) Export(trade func(*engine.Trade) error, bill func(*engine.Bill) error) error {
 	var ferr error
 	if trade != nil {
 		err := n.scan([]byte{pfxPublic}, []byte{pfxPublic + 1}, false, func(k, v []byte) bool {
-			var t engine.Trade
-			if !decodeTrade(v, &t) {
-				ferr = fmt.Errorf("journal: corrupt trade row %x", k)
-				return false
+			if !decodePublic(k, v, func(t *engine.Trade) bool { ferr = trade(t); return ferr == nil }) && ferr == nil {
+				ferr = fmt.Errorf("journal: corrupt trade block %x", k)
 			}
-			ferr = trade(&t)
 			return ferr == nil
 		})
 		if err == nil {
@@ -248,13 +432,28 @@ func (n *Node) Export(trade func(*engine.Trade) error, bill func(*engine.Bill) e
 		}
 	}
 	if bill != nil {
-		err := n.scan([]byte{pfxBill}, []byte{pfxBill + 1}, false, func(k, v []byte) bool {
-			var b engine.Bill
-			if !decodeBill(v, &b) {
-				ferr = fmt.Errorf("journal: corrupt bill row %x", k)
+		var d userBlockDecoder
+		err := n.scan([]byte{pfxHistory}, []byte{pfxHistory + 1}, false, func(k, v []byte) bool {
+			if !d.init(k, v) {
+				ferr = fmt.Errorf("journal: corrupt history block %x", k)
 				return false
 			}
-			ferr = bill(&b)
+			var t engine.Trade
+			var b engine.Bill
+			for {
+				fill, ok := d.next(&t, &b)
+				if !ok {
+					break
+				}
+				if !fill {
+					if ferr = bill(&b); ferr != nil {
+						return false
+					}
+				}
+			}
+			if d.r.bad {
+				ferr = fmt.Errorf("journal: corrupt history block %x", k)
+			}
 			return ferr == nil
 		})
 		if err == nil {

@@ -12,23 +12,24 @@ import (
 //	"m"                                           meta: shard count, coins, markets
 //	"j" shard(1) firstSeq(8)                      journal record of one batch
 //	"s" snapNo(8)                                 snapshot
-//	"o" uid(8) market(2) createMs(8) orderID(8)   latest OrderView of every order
-//	"i" orderID(8)                                -> uid(8) market(2) createMs(8): the "o" key
-//	"c" uid(8) market(2) clientID                 -> latest orderID(8) with that client id
-//	"b" uid(8) timeMs(8) billID(8)                finance record (Bill)
-//	"t" uid(8) market(2) timeMs(8) tradeID(8) role(1)   user trade (role 0 maker, 1 taker)
-//	"p" market(2) tradeID(8)                      public trade
+//	"o" uid(8) market(2) firstOrderID(8)          orders uid created in market in one batch
+//	"l" orderID(8)                                an order's latest state, once it changed
+//	                                              after the batch that created it
+//	"c" uid(8) market(2) clientID                 -> latest orderID with that client-supplied id
+//	"h" uid(8) timeMs(8) shard(1) firstSeq(8)     uid's fills and finance records of one batch
+//	"p" market(2) firstTradeID(8)                 market's public trades of one batch
 //	"u" user(4)                                   the CmdAddUser that registered user index
 //	                                              (record encoding), for OnAddUser after a snapshot
+//
+// The values of "o", "l", "h" and "p" are history blocks (hist.go, doc.go).
 const (
 	pfxMeta     = 'm'
 	pfxJournal  = 'j'
 	pfxSnapshot = 's'
 	pfxOrder    = 'o'
-	pfxOrderID  = 'i'
+	pfxLater    = 'l'
 	pfxClientID = 'c'
-	pfxBill     = 'b'
-	pfxTrade    = 't'
+	pfxHistory  = 'h'
 	pfxPublic   = 'p'
 	pfxUser     = 'u'
 )
@@ -46,15 +47,22 @@ func snapshotKey(dst []byte, n uint64) []byte {
 	return be.AppendUint64(append(dst, pfxSnapshot), n)
 }
 
-func orderKey(dst []byte, uid int64, m engine.MarketID, createMs, id int64) []byte {
+func orderBlockKey(dst []byte, uid int64, m engine.MarketID, first int64) []byte {
 	dst = be.AppendUint64(append(dst, pfxOrder), s64(uid))
 	dst = be.AppendUint16(dst, uint16(m))
-	dst = be.AppendUint64(dst, s64(createMs))
-	return be.AppendUint64(dst, s64(id))
+	return be.AppendUint64(dst, s64(first))
 }
 
-func orderIDKey(dst []byte, id int64) []byte {
-	return be.AppendUint64(append(dst, pfxOrderID), s64(id))
+// orderBlockFirst returns the first order id of an "o" key.
+func orderBlockFirst(k []byte) (int64, bool) {
+	if len(k) != 19 || k[0] != pfxOrder {
+		return 0, false
+	}
+	return int64(be.Uint64(k[11:]) ^ 1<<63), true
+}
+
+func laterKey(dst []byte, id int64) []byte {
+	return be.AppendUint64(append(dst, pfxLater), s64(id))
 }
 
 func clientIDKey(dst []byte, uid int64, m engine.MarketID, cid []byte) []byte {
@@ -63,26 +71,36 @@ func clientIDKey(dst []byte, uid int64, m engine.MarketID, cid []byte) []byte {
 	return append(dst, cid...)
 }
 
-func billKey(dst []byte, uid int64, timeMs int64, id uint64) []byte {
-	dst = be.AppendUint64(append(dst, pfxBill), s64(uid))
+func userBlockKey(dst []byte, uid int64, timeMs int64, shard int, firstSeq uint64) []byte {
+	dst = be.AppendUint64(append(dst, pfxHistory), s64(uid))
 	dst = be.AppendUint64(dst, s64(timeMs))
-	return be.AppendUint64(dst, id)
+	dst = append(dst, byte(shard))
+	return be.AppendUint64(dst, firstSeq)
 }
 
-func tradeKey(dst []byte, uid int64, m engine.MarketID, timeMs, id int64, taker bool) []byte {
-	dst = be.AppendUint64(append(dst, pfxTrade), s64(uid))
-	dst = be.AppendUint16(dst, uint16(m))
-	dst = be.AppendUint64(dst, s64(timeMs))
-	dst = be.AppendUint64(dst, s64(id))
-	if taker {
-		return append(dst, 1)
+func parseUserBlockKey(k []byte) (uid, timeMs int64, shard int, firstSeq uint64, ok bool) {
+	if len(k) != 26 || k[0] != pfxHistory {
+		return 0, 0, 0, 0, false
 	}
-	return append(dst, 0)
+	return int64(be.Uint64(k[1:]) ^ 1<<63), int64(be.Uint64(k[9:]) ^ 1<<63), int(k[17]), be.Uint64(k[18:]), true
 }
 
-func publicKey(dst []byte, m engine.MarketID, id int64) []byte {
+// userBlockRange returns the bounds of uid's "h" blocks with time in [from, to).
+func userBlockRange(uid, from, to int64) (lower, upper []byte) {
+	lower = be.AppendUint64(be.AppendUint64([]byte{pfxHistory}, s64(uid)), s64(from))
+	return lower, be.AppendUint64(be.AppendUint64([]byte{pfxHistory}, s64(uid)), s64(to))
+}
+
+func publicKey(dst []byte, m engine.MarketID, first int64) []byte {
 	dst = be.AppendUint16(append(dst, pfxPublic), uint16(m))
-	return be.AppendUint64(dst, s64(id))
+	return be.AppendUint64(dst, s64(first))
+}
+
+func parsePublicKey(k []byte) (engine.MarketID, int64, bool) {
+	if len(k) != 11 || k[0] != pfxPublic {
+		return 0, 0, false
+	}
+	return engine.MarketID(be.Uint16(k[1:])), int64(be.Uint64(k[3:]) ^ 1<<63), true
 }
 
 func userKey(dst []byte, u engine.UserIdx) []byte {

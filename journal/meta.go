@@ -19,7 +19,9 @@ type meta struct {
 	Markets []*engine.MarketSpec `json:"markets"`
 }
 
-const metaVersion = 1
+// metaVersion 2: history in blocks (keys.go); a version 1 directory (one
+// row per order, trade and bill) is refused rather than half read.
+const metaVersion = 2
 
 func decodeMeta(b []byte) (*meta, error) {
 	var m meta
@@ -27,7 +29,7 @@ func decodeMeta(b []byte) (*meta, error) {
 		return nil, fmt.Errorf("journal: meta: %v", err)
 	}
 	if m.Version != metaVersion {
-		return nil, fmt.Errorf("journal: meta version %d not supported", m.Version)
+		return nil, fmt.Errorf("journal: data directory layout version %d not supported (this build reads version %d)", m.Version, metaVersion)
 	}
 	if m.Shards < 1 || m.Shards > maxMarketShards {
 		return nil, fmt.Errorf("journal: meta: %d shards", m.Shards)

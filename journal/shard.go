@@ -18,6 +18,10 @@ var testHooks bool
 // the journal itself costs).
 var benchNoHistory bool
 
+// testApplied, when set (tests only), sees every command a shard applies
+// live and what it produced, before the batch is written.
+var testApplied func(shard int, c *engine.Cmd, o *engine.Out)
+
 // shard is one ring, one engine and one journal stream.
 //
 // The loop, per drained batch (invariants):
@@ -49,13 +53,14 @@ type shard struct {
 	batch []*Request
 	adds  []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
 	out   engine.Out
+	hist  *histBatch
 	rec   []byte
 	key   []byte // scratch
 	val   []byte // scratch
 }
 
 func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
-	return &shard{id: id, x: x, eng: e, q: newRing(ringSize), batch: make([]*Request, 0, maxBatch)}
+	return &shard{id: id, x: x, eng: e, q: newRing(ringSize), hist: newHistBatch(), batch: make([]*Request, 0, maxBatch)}
 }
 
 func (s *shard) run() {
@@ -126,6 +131,7 @@ func (s *shard) segment(b []*Request) {
 	wb := s.wb
 	count := 0
 	s.adds = s.adds[:0]
+	s.hist.reset()
 	for _, r := range b {
 		if r.Query != QueryNone {
 			s.query(r)
@@ -138,8 +144,11 @@ func (s *shard) segment(b []*Request) {
 		s.eng.Apply(c, s.seq, now, &s.out)
 		count++
 		s.rec = appendCmd(s.rec, c)
+		if testApplied != nil {
+			testApplied(s.id, c, &s.out)
+		}
 		if !benchNoHistory {
-			s.history(wb, c)
+			s.history(wb, c, s.seq-first)
 		}
 		r.Out.Reject, r.Out.Order, r.Out.HasOrder, r.Out.BillID = s.out.Reject, s.out.Order, s.out.HasOrder, s.out.BillID
 		r.Seq, r.TimeMs = s.seq, now
@@ -149,6 +158,7 @@ func (s *shard) segment(b []*Request) {
 	}
 	if count > 0 {
 		s.rec = finishRecord(s.rec, count)
+		s.key, s.val = s.hist.write(wb, s.id, first, now, s.key, s.val)
 		s.key = journalKey(s.key[:0], s.id, first)
 		wb.Set(s.key, s.rec, nil)
 		s.wroteKeys.Add(uint64(wb.Count()))
@@ -204,47 +214,15 @@ func (s *shard) query(r *Request) {
 	}
 }
 
-// history writes the rows c's Apply produced into wb.
-func (s *shard) history(wb *pebble.Batch, c *engine.Cmd) {
-	o := &s.out
-	k, val := s.key, s.val
-	for i := range o.Updates {
-		u := &o.Updates[i]
-		k = orderKey(k[:0], u.UID, u.Market, u.TimeMs, u.OrderID)
-		val = appendOrderView(val[:0], u)
-		wb.Set(k, val, nil)
-		if c.Kind == engine.CmdPlace && o.HasOrder && u.OrderID == o.Order.OrderID {
-			k = orderIDKey(k[:0], u.OrderID)
-			val = be.AppendUint64(val[:0], s64(u.UID))
-			val = be.AppendUint16(val, uint16(u.Market))
-			val = be.AppendUint64(val, s64(u.TimeMs))
-			wb.Set(k, val, nil)
-			k = clientIDKey(k[:0], u.UID, u.Market, u.ClientID.Bytes())
-			wb.Set(k, be.AppendUint64(val[:0], s64(u.OrderID)), nil)
-		}
+// history records c's events in the batch's history blocks, and writes
+// the registration row of a new user.
+func (s *shard) history(wb *pebble.Batch, c *engine.Cmd, seqOff uint64) {
+	s.hist.add(c, &s.out, seqOff)
+	if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
+		s.key = userKey(s.key[:0], c.User)
+		s.val = appendCmd(s.val[:0], c)
+		wb.Set(s.key, s.val, nil)
 	}
-	for i := range o.Trades {
-		t := &o.Trades[i]
-		val = appendTrade(val[:0], t)
-		k = tradeKey(k[:0], t.MakerUID, t.Market, t.TimeMs, t.TradeID, false)
-		wb.Set(k, val, nil)
-		k = tradeKey(k[:0], t.TakerUID, t.Market, t.TimeMs, t.TradeID, true)
-		wb.Set(k, val, nil)
-		k = publicKey(k[:0], t.Market, t.TradeID)
-		wb.Set(k, val, nil)
-	}
-	if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {
-		k = userKey(k[:0], c.User)
-		val = appendCmd(val[:0], c)
-		wb.Set(k, val, nil)
-	}
-	for i := range o.Bills {
-		x := &o.Bills[i]
-		k = billKey(k[:0], x.UID, x.TimeMs, x.BillID)
-		val = appendBill(val[:0], x)
-		wb.Set(k, val, nil)
-	}
-	s.key, s.val = k, val
 }
 
 func itoa(i int) string {
