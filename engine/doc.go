@@ -28,8 +28,12 @@
 // accepted), one OrderView per order it changed, one Trade per fill and one
 // Bill (finance record) per change of a balance's total: per fill, the
 // buyer's trade_out (quote) and trade_in (base, less fee), the seller's
-// trade_out (base) and trade_in (quote, less fee), then the fee account's
-// fee_income in base and in quote (when non-zero).
+// trade_out (base) and trade_in (quote, less fee); then, once per command
+// after its last fill, the fee account's fee_income in base and in quote
+// (when non-zero), each the sum over the command's fills, with FillQty and
+// FillQuote the command's total traded quantity and value. The fee account
+// is in every fill, so billing it per command saves two atomic adds and two
+// bills per fill; its total still changes only with a bill.
 //
 // The book does not know what a fill does to accounts beyond Engine.fill,
 // so contract markets can reuse books, pool and matching with their own

@@ -35,8 +35,15 @@ type Engine struct {
 	// per-command context
 	seq    uint64
 	timeMs int64
-	k      int // bills written by this command
 	out    *Out
+	fees   feeIncome // of this command's fills so far, billed by billFees
+}
+
+// feeIncome sums a command's fills for the fee account's bills.
+type feeIncome struct {
+	base, quote Amount // fees in the base and quote coin
+	qty         Qty    // traded quantity
+	notional    Amount // traded value in the quote coin
 }
 
 type credit struct {
@@ -144,7 +151,7 @@ func (e *Engine) WorkingOrders() int { return e.pool.live }
 // never panics: every problem is a Reject in out.
 func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 	out.Reset()
-	e.seq, e.timeMs, e.k, e.out = seq, timeMs, 0, out
+	e.seq, e.timeMs, e.out = seq, timeMs, out
 	switch c.Kind {
 	case CmdPlace:
 		out.Reject = e.place(c)
@@ -190,10 +197,9 @@ func (e *Engine) bill(u UserIdx, c CoinID, biz BizType, delta, fee Amount, m Mar
 	}
 	after := e.acc.addTotal(u, c, delta)
 	e.out.Bills = append(e.out.Bills, Bill{
-		BillID: BillID(e.seq, e.k, e.shard), UID: e.acc.UID(u), User: u, Coin: c, Biz: biz,
+		BillID: BillID(e.seq, len(e.out.Bills), e.shard), UID: e.acc.UID(u), User: u, Coin: c, Biz: biz,
 		Market: m, FillQty: q, FillQuote: quote, Delta: delta, After: after, Fee: fee, TimeMs: e.timeMs,
 	})
-	e.k++
 }
 
 // reserve takes x of c from u: decided live, replayed from c.Dec otherwise.
@@ -333,6 +339,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	bounded := false
 	if limit > 0 && (o.tif != FOK || e.fillable(m, opp, o)) {
 		bounded = e.match(m, opp, o)
+		e.billFees(m)
 	}
 	if o.filled < o.qty && (o.tif == GTC || o.tif == PostOnly) && !bounded {
 		e.rest(m, h, o)

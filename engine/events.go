@@ -107,8 +107,8 @@ type Bill struct {
 	Coin      CoinID
 	Biz       BizType
 	Market    MarketID // for trade bills
-	FillQty   Qty      // trade bills: the fill's base quantity (steps)
-	FillQuote Amount   // trade bills: the fill's value in the quote coin
+	FillQty   Qty      // trade bills: the fill's base quantity (steps); fee_income: the command's
+	FillQuote Amount   // trade bills: the fill's value in the quote coin; fee_income: the command's
 	Delta     Amount   // signed change of available+frozen
 	After     Amount   // available+frozen after the change
 	Fee       Amount   // trade_in: fee taken from what was received

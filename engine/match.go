@@ -1,6 +1,9 @@
 package engine
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // inBand reports whether limit price p is within the band around last.
 func inBand(s *MarketSpec, sd Side, p, last Price) bool {
@@ -96,33 +99,39 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 		buyer, seller = mk, t
 		buyRate, sellRate = s.MakerRate, s.TakerRate
 	}
-	fee := e.feeUser()
+	bf := Fee(base, buyRate)
+	sf := Fee(notional, sellRate)
 
 	// buyer: pays notional from frozen quote; the reservation made at its
 	// own (higher or equal) price for q is released, the difference credited.
+	// seller: pays base from frozen, receives notional less its fee.
 	held, _ := s.Notional(buyer.price, q)
 	buyer.reserved -= held
-	e.credit(buyer.user, s.Quote, held-notional)
-	e.bill(buyer.user, s.Quote, BizTradeOut, -notional, 0, s.ID, q, notional)
-	bf := Fee(base, buyRate)
-	e.bill(buyer.user, s.Base, BizTradeIn, base-bf, bf, s.ID, q, notional)
-	e.credit(buyer.user, s.Base, base-bf)
-
-	// seller: pays base from frozen, receives notional less its fee.
 	seller.reserved -= base
-	e.bill(seller.user, s.Base, BizTradeOut, -base, 0, s.ID, q, notional)
-	sf := Fee(notional, sellRate)
-	e.bill(seller.user, s.Quote, BizTradeIn, notional-sf, sf, s.ID, q, notional)
-	e.credit(seller.user, s.Quote, notional-sf)
-
-	e.bill(fee, s.Base, BizFee, bf, 0, s.ID, q, notional)
-	e.credit(fee, s.Base, bf)
-	e.bill(fee, s.Quote, BizFee, sf, 0, s.ID, q, notional)
-	e.credit(fee, s.Quote, sf)
-
 	if buyer.reserved < 0 || seller.reserved < 0 {
 		panic("engine: reservation underflow")
 	}
+	e.credit(buyer.user, s.Quote, held-notional)
+	e.credit(buyer.user, s.Base, base-bf)
+	e.credit(seller.user, s.Quote, notional-sf)
+	// the fee account's income is billed once per command (billFees)
+	e.fees.base += bf
+	e.fees.quote += sf
+	e.fees.qty += q
+	e.fees.notional += notional
+
+	// the bills, in the documented order, skipping zero changes
+	buid, suid := e.acc.UID(buyer.user), e.acc.UID(seller.user)
+	n := len(e.out.Bills)
+	bs := slices.Grow(e.out.Bills, 4)[:n+4]
+	id := BillID(e.seq, n, e.shard)
+	b := Bill{Market: s.ID, FillQty: q, FillQuote: notional, TimeMs: e.timeMs}
+	n = e.putBill(bs, n, &b, &id, buid, buyer.user, s.Quote, BizTradeOut, -notional, 0)
+	n = e.putBill(bs, n, &b, &id, buid, buyer.user, s.Base, BizTradeIn, base-bf, bf)
+	n = e.putBill(bs, n, &b, &id, suid, seller.user, s.Base, BizTradeOut, -base, 0)
+	n = e.putBill(bs, n, &b, &id, suid, seller.user, s.Quote, BizTradeIn, notional-sf, sf)
+	e.out.Bills = bs[:n]
+
 	for _, o := range [2]*order{t, mk} {
 		o.filled += q
 		o.cumQuote += notional
@@ -136,16 +145,51 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	m.nextTrade++
 	tr := Trade{TradeID: m.nextTrade<<10 | int64(s.ID), Market: s.ID, TimeMs: e.timeMs, Price: p, Qty: q,
 		Quote: notional, TakerSide: t.side, MakerOrder: mk.id, TakerOrder: t.id,
-		MakerUID: e.acc.UID(mk.user), TakerUID: e.acc.UID(t.user)}
+		MakerUID: suid, TakerUID: buid}
 	if t.side == Buy {
 		tr.TakerFee, tr.MakerFee = bf, sf
 	} else {
+		tr.MakerUID, tr.TakerUID = buid, suid
 		tr.TakerFee, tr.MakerFee = sf, bf
 	}
 	e.out.Trades = append(e.out.Trades, tr)
 	if mk.status != StatusFilled { // a filled maker reports from remove
 		e.out.Updates = append(e.out.Updates, e.view(mk))
 	}
+}
+
+// putBill changes u's total of c by delta and writes the finance record,
+// b with the per-user fields set, at bs[n] with bill id *id, unless delta
+// is 0. It returns the next free index.
+func (e *Engine) putBill(bs []Bill, n int, b *Bill, id *uint64, uid int64, u UserIdx, c CoinID, biz BizType, delta, fee Amount) int {
+	if delta == 0 {
+		return n
+	}
+	x := &bs[n]
+	*x = *b
+	x.BillID, x.UID, x.User, x.Coin, x.Biz = *id, uid, u, c, biz
+	x.Delta, x.After, x.Fee = delta, e.acc.addTotal(u, c, delta), fee
+	*id += 1 << 6
+	return n + 1
+}
+
+// billFees credits the fee account with the fees of the command's fills
+// in m: one fee_income bill per coin (base, then quote; none when zero),
+// whose FillQty and FillQuote are the command's traded quantity and value.
+// One bill per command instead of one per fill: the fee account is in
+// every fill, and each bill is an atomic add on its shared cells.
+func (e *Engine) billFees(m *market) {
+	f := e.fees
+	e.fees = feeIncome{}
+	if f.qty == 0 {
+		return
+	}
+	s := m.spec
+	fee := e.feeUser()
+	e.bill(fee, s.Base, BizFee, f.base, 0, s.ID, f.qty, f.notional)
+	e.credit(fee, s.Base, f.base)
+	e.bill(fee, s.Quote, BizFee, f.quote, 0, s.ID, f.qty, f.notional)
+	e.credit(fee, s.Quote, f.quote)
 }
 
 // feeUser returns the fee account's index. It must exist before any fill.

@@ -15,9 +15,11 @@
 //     shows price 0 and time in force IOC.
 //   - one fill writes, in this order and skipping zero changes: buyer
 //     trade_out quote, buyer trade_in base (fee in base), seller trade_out
-//     base, seller trade_in quote (fee in quote), fee account fee_income base,
-//     fee account fee_income quote. Bill ids are engine.BillID(seq, k, shard)
-//     with k counting the command's bills from 0.
+//     base, seller trade_in quote (fee in quote). After the command's last
+//     fill, the fee account gets one fee_income base and one fee_income quote
+//     (skipping zero) holding the sum of the command's fees, with fill
+//     quantity and value the command's total. Bill ids are
+//     engine.BillID(seq, k, shard) with k counting the command's bills from 0.
 //   - order ids are (n<<10 | market) with n counting accepted orders of the
 //     market from 1; trade ids likewise per market. An order without a client
 //     id gets "x-" and its order id.
@@ -55,6 +57,8 @@ type Ref struct {
 	shard  int
 	k      int
 	out    *engine.Out
+	// the command's fills so far, for the fee account's bills
+	feeBase, feeQuote, feeQty, feeNotional int64
 }
 
 // RefUser is a registered user.
@@ -506,6 +510,7 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 	bounded := false
 	if lim > 0 && (tif != engine.FOK || r.fillable(m, o)) {
 		bounded = r.match(m, o)
+		r.billFees(m)
 	}
 	if o.Filled < o.Qty && (tif == engine.GTC || tif == engine.PostOnly) && !bounded {
 		m.Orders = append(m.Orders, o)
@@ -580,10 +585,6 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	if !ok1 || !ok2 {
 		panic("enginetest: fill overflows")
 	}
-	feeU, ok := r.Lookup(r.FeeUID)
-	if !ok {
-		panic("enginetest: fee account not registered")
-	}
 	buyer, seller := t, mk
 	buyRate, sellRate := m.taker, m.maker
 	if t.Side == engine.Sell {
@@ -606,10 +607,10 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	r.Bal[seller.User][m.Quote].Avail += notional - sf
 	r.bill(seller.User, m.Quote, engine.BizTradeIn, notional-sf, sf, m.ID, q, notional)
 
-	r.Bal[feeU][m.Base].Avail += bf
-	r.bill(feeU, m.Base, engine.BizFee, bf, 0, m.ID, q, notional)
-	r.Bal[feeU][m.Quote].Avail += sf
-	r.bill(feeU, m.Quote, engine.BizFee, sf, 0, m.ID, q, notional)
+	r.feeBase += bf
+	r.feeQuote += sf
+	r.feeQty += q
+	r.feeNotional += notional
 	if buyer.Reserved < 0 || seller.Reserved < 0 {
 		panic("enginetest: reservation below zero")
 	}
@@ -634,6 +635,22 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 		tr.TakerFee, tr.MakerFee = engine.Amount(sf), engine.Amount(bf)
 	}
 	r.out.Trades = append(r.out.Trades, tr)
+}
+
+// billFees credits the fee account with the fees of the command's fills.
+func (r *Ref) billFees(m *RefMarket) {
+	if r.feeQty == 0 {
+		return
+	}
+	feeU, ok := r.Lookup(r.FeeUID)
+	if !ok {
+		panic("enginetest: fee account not registered")
+	}
+	r.Bal[feeU][m.Base].Avail += r.feeBase
+	r.bill(feeU, m.Base, engine.BizFee, r.feeBase, 0, m.ID, r.feeQty, r.feeNotional)
+	r.Bal[feeU][m.Quote].Avail += r.feeQuote
+	r.bill(feeU, m.Quote, engine.BizFee, r.feeQuote, 0, m.ID, r.feeQty, r.feeNotional)
+	r.feeBase, r.feeQuote, r.feeQty, r.feeNotional = 0, 0, 0, 0
 }
 
 // remove takes working order m.Orders[i] out, releases its reservation and
