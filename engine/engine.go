@@ -339,7 +339,9 @@ func (e *Engine) place(c *Cmd) Reject {
 	bounded := false
 	if limit > 0 && (o.tif != FOK || e.fillable(m, opp, o)) {
 		bounded = e.match(m, opp, o)
-		e.billFees(m)
+		if e.fees.qty != 0 {
+			e.billFees(m)
+		}
 	}
 	if o.filled < o.qty && (o.tif == GTC || o.tif == PostOnly) && !bounded {
 		e.rest(m, h, o)
@@ -350,12 +352,11 @@ func (e *Engine) place(c *Cmd) Reject {
 		e.credit(o.user, coin, o.reserved)
 		o.reserved = 0
 	}
-	v := e.view(o)
+	v := e.update(o)
 	if c.Type == Market {
 		v.Price = 0
 	}
-	e.out.Updates = append(e.out.Updates, v)
-	e.out.Order, e.out.HasOrder = v, true
+	e.out.Order, e.out.HasOrder = *v, true
 	if !o.status.Working() {
 		e.pool.release(h)
 	}

@@ -154,7 +154,7 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	}
 	e.out.Trades = append(e.out.Trades, tr)
 	if mk.status != StatusFilled { // a filled maker reports from remove
-		e.out.Updates = append(e.out.Updates, e.view(mk))
+		e.update(mk)
 	}
 }
 
@@ -181,9 +181,6 @@ func (e *Engine) putBill(bs []Bill, n int, b *Bill, id *uint64, uid int64, u Use
 func (e *Engine) billFees(m *market) {
 	f := e.fees
 	e.fees = feeIncome{}
-	if f.qty == 0 {
-		return
-	}
 	s := m.spec
 	fee := e.feeUser()
 	e.bill(fee, s.Base, BizFee, f.base, 0, s.ID, f.qty, f.notional)
@@ -318,7 +315,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 		o.status = st
 		o.updateMs = e.timeMs
 	}
-	e.out.Updates = append(e.out.Updates, e.view(o))
+	e.update(o)
 	e.pool.release(h)
 }
 
@@ -387,9 +384,32 @@ const digits2 = "00010203040506070809" + "10111213141516171819" + "2021222324252
 	"60616263646566676869" + "70717273747576777879" + "80818283848586878889" + "90919293949596979899"
 
 func (e *Engine) view(o *order) OrderView {
-	return OrderView{OrderID: o.id, UID: e.acc.UID(o.user), User: o.user, Market: o.market,
-		Side: o.side, Type: o.typ, TIF: o.tif, Status: o.status, Price: o.price, OrigQty: o.qty,
-		ExecutedQty: o.filled, CumQuote: o.cumQuote, TimeMs: o.timeMs, UpdateTimeMs: o.updateMs, ClientID: o.cid}
+	var v OrderView
+	e.setView(&v, o)
+	return v
+}
+
+// setView writes o's view to v, field by field (a composite literal
+// assigned through a pointer is built on the stack and copied).
+func (e *Engine) setView(v *OrderView, o *order) {
+	v.OrderID, v.UID, v.User, v.Market = o.id, e.acc.UID(o.user), o.user, o.market
+	v.Side, v.Type, v.TIF, v.Status = o.side, o.typ, o.tif, o.status
+	v.Price, v.OrigQty, v.ExecutedQty, v.CumQuote = o.price, o.qty, o.filled, o.cumQuote
+	v.TimeMs, v.UpdateTimeMs = o.timeMs, o.updateMs
+	v.ClientID = o.cid
+}
+
+// update appends o's view to out.Updates and returns it.
+func (e *Engine) update(o *order) *OrderView {
+	u := e.out.Updates
+	if len(u) == cap(u) {
+		u = slices.Grow(u, 1)
+	}
+	u = u[:len(u)+1]
+	e.out.Updates = u
+	v := &u[len(u)-1]
+	e.setView(v, o)
+	return v
 }
 
 // unindexCID takes o out of m's client id index.
