@@ -5,16 +5,30 @@ package engine
 // mostly near the touch, so inserting or deleting a level moves few
 // elements, and the best level is the last one with no search.
 //
-// The sorted part is two parallel slices, prices (searched, dense in cache)
+// The sorted part is two parallel slices, keys (searched, dense in cache)
 // and level handles; the levels themselves live in the engine's level pool
 // and never move, so an order keeps its level's handle and reaches it in
-// O(1). A search (O(log L)) is needed only when a level is created or
-// emptied. Each level is a FIFO of orders (price-time priority).
+// O(1). A search is needed only when a level is created or emptied, or an
+// order joins one. Each level is a FIFO of orders (price-time priority).
+//
+// A key is the price for bids and minus the price for asks, so on both
+// sides keys ascend towards the best and one comparison serves both.
 type side struct {
-	ask    bool
-	prices []Price
-	lvls   []lvHandle
+	ask  bool
+	neg  Price // -1 for asks, 0 for bids: key(p) = p^neg - neg
+	keys []Price
+	lvls []lvHandle
 }
+
+func newSide(ask bool) side {
+	if ask {
+		return side{ask: true, neg: -1}
+	}
+	return side{}
+}
+
+// key maps a price to its sort key on s.
+func (s *side) key(p Price) Price { return p ^ s.neg - s.neg }
 
 // lvHandle is an index into the engine's level pool; 0 is none.
 type lvHandle int32
@@ -33,38 +47,41 @@ type Level struct {
 	Count int32
 }
 
-// better reports whether price a is strictly better than b on this side.
-func (s *side) better(a, b Price) bool {
-	if s.ask {
-		return a < b
-	}
-	return a > b
-}
-
 // find returns the index where price is or would be inserted, and whether a
 // level with that price exists.
+//
+// Keys are distinct integers ascending to the best, so between p and the
+// best there are at most best-p levels: p's index is at least n-1-(best-p).
+// Near the touch levels are mostly one tick apart, and that first guess is
+// exact; otherwise a binary search runs from it.
 func (s *side) find(p Price) (int, bool) {
-	// Most lookups are near the touch, at the end of the slice: look at the
-	// last few levels before searching the rest.
-	n := len(s.prices)
-	for i := n - 1; i >= 0 && i >= n-4; i-- {
-		if lp := s.prices[i]; !s.better(lp, p) { // prices[i] is not better than p
-			if lp == p {
-				return i, true
-			}
-			return i + 1, false
-		}
+	k := s.key(p)
+	keys := s.keys
+	n := len(keys)
+	if n == 0 {
+		return 0, false
 	}
-	lo, hi := 0, max(n-4, 0)
+	d := keys[n-1] - k
+	if d <= 0 {
+		return n - 1 + int(min(-d, 1)), d == 0
+	}
+	lo, hi := 0, n-1 // keys[hi] > k
+	if d < Price(n) {
+		lo = n - 1 - int(d)
+		if keys[lo] >= k {
+			return lo, keys[lo] == k
+		}
+		lo++ // keys[lo-1] < k
+	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if s.better(p, s.prices[mid]) { // p sorts after mid
+		if keys[mid] < k {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	return lo, lo < n && s.prices[lo] == p
+	return lo, keys[lo] == k
 }
 
 // best returns the handle of the best level, or 0.
@@ -77,17 +94,17 @@ func (s *side) best() lvHandle {
 
 // bestPrice returns the best price, and false if the side is empty.
 func (s *side) bestPrice() (Price, bool) {
-	if len(s.prices) == 0 {
+	if len(s.keys) == 0 {
 		return 0, false
 	}
-	return s.prices[len(s.prices)-1], true
+	return s.key(s.keys[len(s.keys)-1]), true // key is its own inverse
 }
 
 // insert puts level h with price p at position i.
 func (s *side) insert(i int, p Price, h lvHandle) {
-	s.prices = append(s.prices, 0)
-	copy(s.prices[i+1:], s.prices[i:])
-	s.prices[i] = p
+	s.keys = append(s.keys, 0)
+	copy(s.keys[i+1:], s.keys[i:])
+	s.keys[i] = s.key(p)
 	s.lvls = append(s.lvls, 0)
 	copy(s.lvls[i+1:], s.lvls[i:])
 	s.lvls[i] = h
@@ -99,7 +116,7 @@ func (s *side) delete(p Price) {
 	if !ok {
 		panic("engine: removing a missing level")
 	}
-	s.prices = append(s.prices[:i], s.prices[i+1:]...)
+	s.keys = append(s.keys[:i], s.keys[i+1:]...)
 	s.lvls = append(s.lvls[:i], s.lvls[i+1:]...)
 }
 

@@ -113,7 +113,7 @@ type userList struct {
 func New(shard int, acc *Accounts, markets []*MarketSpec, feeUID int64) *Engine {
 	e := &Engine{shard: shard, acc: acc, feeUID: feeUID}
 	for _, s := range markets {
-		m := &market{spec: s, asks: side{ask: true}}
+		m := &market{spec: s, asks: newSide(true)}
 		e.markets[s.ID] = m
 	}
 	for _, m := range e.markets {

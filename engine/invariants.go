@@ -62,12 +62,12 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 	s := m.spec
 	n := 0
 	for _, sd := range [2]*side{&m.bids, &m.asks} {
-		if len(sd.prices) != len(sd.lvls) {
-			return 0, fmt.Errorf("engine: %s: %d prices for %d levels", s.Symbol, len(sd.prices), len(sd.lvls))
+		if len(sd.keys) != len(sd.lvls) {
+			return 0, fmt.Errorf("engine: %s: %d prices for %d levels", s.Symbol, len(sd.keys), len(sd.lvls))
 		}
 		for i, lh := range sd.lvls {
 			lv := e.lvls.get(lh)
-			if lv.price != sd.prices[i] || i > 0 && !sd.better(lv.price, sd.prices[i-1]) {
+			if sd.key(lv.price) != sd.keys[i] || i > 0 && sd.keys[i] <= sd.keys[i-1] {
 				return 0, fmt.Errorf("engine: %s: levels out of order at %d", s.Symbol, lv.price)
 			}
 			var qty Qty
