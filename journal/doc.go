@@ -24,39 +24,34 @@
 // See keys.go. Journal records are keyed "j" shard(1) firstSeq(8, big
 // endian), so one shard's records are contiguous and in sequence order.
 //
-// # Journal record, version 1
+// # Journal record, version 2
 //
 // One Pebble value per batch; integers little-endian:
 //
 //	offset size  field
-//	0      1     version (1)
+//	0      1     version (2)
 //	1      1     shard
 //	2      2     reserved, zero
 //	4      8     firstSeq: seq of the first command; command i has firstSeq+i
 //	12     4     count: number of commands (>= 1)
 //	16     8     timeMs of the batch (int64)
 //	24     ...   count commands, each:
-//	              0  1  Kind
-//	              1  1  Side
-//	              2  1  Type
-//	              3  1  TIF
-//	              4  2  Market
-//	              6  2  Coin
-//	              8  4  User
-//	             12  8  UID (int64)
-//	             20  8  Price (int64, ticks)
-//	             28  8  Qty (int64, steps)
-//	             36  8  OrderID (int64)
-//	             44  8  Amount (int64, coin scale)
-//	             52  1  flags: bit 0 Broker
-//	             53  8  Referrer (int64)
-//	             61  1  decision: bit 0 Recorded (always set), bit 1 Reserved
-//	             62  1  n: client id length (<= 40)
-//	             63  n  client id bytes (Cmd.Text)
+//	              1  kind: bits 0-3 Kind, bit 4 Broker, bit 5 Dec.Recorded
+//	                 (always set), bit 6 Dec.Reserved, bit 7 zero
+//	              1  side (bits 0-1), type (bits 2-3), TIF (bits 4-7); or
+//	                 0xFF then side, type and TIF as three bytes
+//	              2  presence mask: the fields below that are not zero
+//	              then, in this order, each present field as a varint
+//	              (Go encoding/binary; signed ones zigzag): Market (u),
+//	              Coin (u), User (u), UID, Price (ticks), Qty (steps),
+//	              OrderID, Amount (coin scale), Referrer; then Text (the
+//	              client id) as a length byte (<= 40) and its bytes
 //	end-4  4     crc32c (Castagnoli) of every byte before it
 //
 // A reader refuses unknown versions, bad checksums, a header that does not
-// match the key, unknown flag bits, and trailing bytes.
+// match the key, unknown flag or mask bits, truncated varints, and trailing
+// bytes. Version 1 (fixed 63-byte commands) is not read: its directories
+// also carry meta version 1, which Open refuses.
 //
 // # Corruption and torn writes
 //

@@ -11,11 +11,9 @@ import (
 
 // Record format (see doc.go for the byte-by-byte description).
 const (
-	recVersion   = 1
+	recVersion   = 2
 	recHeaderLen = 24
 	recTrailer   = 4
-	// cmdFixedLen is an encoded command without its client id bytes.
-	cmdFixedLen = 4 + 2 + 2 + 4 + 8*5 + 1 + 1 + 8 + 1
 )
 
 var (
@@ -41,64 +39,166 @@ func finishRecord(rec []byte, count int) []byte {
 	return le.AppendUint32(rec, crc32.Checksum(rec, castagnoli))
 }
 
-// appendCmd encodes c field by field (little-endian).
+// Command encoding (version 2): a kind byte (kind in bits 0-3; bit 4
+// Broker, bit 5 Dec.Recorded, bit 6 Dec.Reserved), an order byte (side in
+// bits 0-1, type in bits 2-3, TIF in bits 4-7; 0xFF escapes to three raw
+// bytes when one does not fit), a 16-bit presence mask of the fields below
+// that are not zero, then each present field as a varint (zigzag for
+// signed fields), in mask bit order.
+const (
+	cmdBroker   = 1 << 4
+	cmdRecorded = 1 << 5
+	cmdReserved = 1 << 6
+	cmdMinLen   = 4
+)
+
+// Presence mask bits of a command's fields.
+const (
+	fMarket = 1 << iota
+	fCoin
+	fUser
+	fUID
+	fPrice
+	fQty
+	fOrderID
+	fAmount
+	fReferrer
+	fText
+	fAll = 1<<10 - 1
+)
+
+// appendCmd encodes c.
 func appendCmd(dst []byte, c *engine.Cmd) []byte {
-	dst = append(dst, byte(c.Kind), byte(c.Side), byte(c.Type), byte(c.TIF))
-	dst = le.AppendUint16(dst, uint16(c.Market))
-	dst = le.AppendUint16(dst, uint16(c.Coin))
-	dst = le.AppendUint32(dst, uint32(c.User))
-	dst = le.AppendUint64(dst, uint64(c.UID))
-	dst = le.AppendUint64(dst, uint64(c.Price))
-	dst = le.AppendUint64(dst, uint64(c.Qty))
-	dst = le.AppendUint64(dst, uint64(c.OrderID))
-	dst = le.AppendUint64(dst, uint64(c.Amount))
-	var flags byte
+	k := byte(c.Kind)
 	if c.Broker {
-		flags |= 1
+		k |= cmdBroker
 	}
-	dst = append(dst, flags)
-	dst = le.AppendUint64(dst, uint64(c.Referrer))
-	var dec byte
 	if c.Dec.Recorded {
-		dec |= 1
+		k |= cmdRecorded
 	}
 	if c.Dec.Reserved {
-		dec |= 2
+		k |= cmdReserved
 	}
-	dst = append(dst, dec)
-	dst = append(dst, c.Text.N)
-	return append(dst, c.Text.B[:c.Text.N]...)
+	dst = append(dst, k)
+	if c.Side < 4 && c.Type < 4 && c.TIF < 15 {
+		dst = append(dst, byte(c.Side)|byte(c.Type)<<2|byte(c.TIF)<<4)
+	} else {
+		dst = append(dst, 0xFF, byte(c.Side), byte(c.Type), byte(c.TIF))
+	}
+	var mask uint16
+	set := func(bit uint16, v int64) {
+		if v != 0 {
+			mask |= bit
+		}
+	}
+	set(fMarket, int64(c.Market))
+	set(fCoin, int64(c.Coin))
+	set(fUser, int64(c.User))
+	set(fUID, c.UID)
+	set(fPrice, int64(c.Price))
+	set(fQty, int64(c.Qty))
+	set(fOrderID, c.OrderID)
+	set(fAmount, int64(c.Amount))
+	set(fReferrer, c.Referrer)
+	set(fText, int64(c.Text.N))
+	dst = le.AppendUint16(dst, mask)
+	if mask&fMarket != 0 {
+		dst = binary.AppendUvarint(dst, uint64(c.Market))
+	}
+	if mask&fCoin != 0 {
+		dst = binary.AppendUvarint(dst, uint64(c.Coin))
+	}
+	if mask&fUser != 0 {
+		dst = binary.AppendUvarint(dst, uint64(c.User))
+	}
+	if mask&fUID != 0 {
+		dst = binary.AppendVarint(dst, c.UID)
+	}
+	if mask&fPrice != 0 {
+		dst = binary.AppendVarint(dst, int64(c.Price))
+	}
+	if mask&fQty != 0 {
+		dst = binary.AppendVarint(dst, int64(c.Qty))
+	}
+	if mask&fOrderID != 0 {
+		dst = binary.AppendVarint(dst, c.OrderID)
+	}
+	if mask&fAmount != 0 {
+		dst = binary.AppendVarint(dst, int64(c.Amount))
+	}
+	if mask&fReferrer != 0 {
+		dst = binary.AppendVarint(dst, c.Referrer)
+	}
+	if mask&fText != 0 {
+		dst = append(dst, c.Text.N)
+		dst = append(dst, c.Text.B[:c.Text.N]...)
+	}
+	return dst
 }
 
 // decodeCmd decodes one command from b and returns the rest.
 func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
-	if len(b) < cmdFixedLen {
+	if len(b) < cmdMinLen {
 		return nil, errCorrupt
 	}
-	*c = engine.Cmd{
-		Kind: engine.CmdKind(b[0]), Side: engine.Side(b[1]), Type: engine.OrderType(b[2]), TIF: engine.TIF(b[3]),
-		Market:  engine.MarketID(le.Uint16(b[4:])),
-		Coin:    engine.CoinID(le.Uint16(b[6:])),
-		User:    engine.UserIdx(le.Uint32(b[8:])),
-		UID:     int64(le.Uint64(b[12:])),
-		Price:   engine.Price(le.Uint64(b[20:])),
-		Qty:     engine.Qty(le.Uint64(b[28:])),
-		OrderID: int64(le.Uint64(b[36:])),
-		Amount:  engine.Amount(le.Uint64(b[44:])),
-	}
-	flags := b[52]
-	c.Broker = flags&1 != 0
-	c.Referrer = int64(le.Uint64(b[53:]))
-	dec := b[61]
-	c.Dec.Recorded = dec&1 != 0
-	c.Dec.Reserved = dec&2 != 0
-	n := int(b[62])
-	if flags&^1 != 0 || dec&^3 != 0 || n > engine.ClientIDMax || len(b) < cmdFixedLen+n {
+	*c = engine.Cmd{Kind: engine.CmdKind(b[0] & 15), Broker: b[0]&cmdBroker != 0}
+	c.Dec.Recorded, c.Dec.Reserved = b[0]&cmdRecorded != 0, b[0]&cmdReserved != 0
+	if b[0]&0x80 != 0 {
 		return nil, errCorrupt
 	}
-	c.Text.N = uint8(n)
-	copy(c.Text.B[:], b[cmdFixedLen:cmdFixedLen+n])
-	return b[cmdFixedLen+n:], nil
+	if b[1] == 0xFF {
+		if len(b) < cmdMinLen+3 {
+			return nil, errCorrupt
+		}
+		c.Side, c.Type, c.TIF = engine.Side(b[2]), engine.OrderType(b[3]), engine.TIF(b[4])
+		b = b[5:]
+	} else {
+		c.Side, c.Type, c.TIF = engine.Side(b[1]&3), engine.OrderType(b[1]>>2&3), engine.TIF(b[1]>>4)
+		b = b[2:]
+	}
+	mask := le.Uint16(b)
+	if mask&^fAll != 0 {
+		return nil, errCorrupt
+	}
+	r := reader{b: b[2:]}
+	if mask&fMarket != 0 {
+		c.Market = engine.MarketID(r.uvarint())
+	}
+	if mask&fCoin != 0 {
+		c.Coin = engine.CoinID(r.uvarint())
+	}
+	if mask&fUser != 0 {
+		c.User = engine.UserIdx(r.uvarint())
+	}
+	if mask&fUID != 0 {
+		c.UID = r.varint()
+	}
+	if mask&fPrice != 0 {
+		c.Price = engine.Price(r.varint())
+	}
+	if mask&fQty != 0 {
+		c.Qty = engine.Qty(r.varint())
+	}
+	if mask&fOrderID != 0 {
+		c.OrderID = r.varint()
+	}
+	if mask&fAmount != 0 {
+		c.Amount = engine.Amount(r.varint())
+	}
+	if mask&fReferrer != 0 {
+		c.Referrer = r.varint()
+	}
+	if mask&fText != 0 {
+		n := int(r.byte1())
+		if n > engine.ClientIDMax {
+			return nil, errCorrupt
+		}
+		c.Text.N = uint8(copy(c.Text.B[:], r.bytes(n)))
+	}
+	if r.bad {
+		return nil, errCorrupt
+	}
+	return r.b, nil
 }
 
 // record is a decoded journal value.
@@ -124,7 +224,7 @@ func checkRecord(v []byte) (record, error) {
 	}
 	r := record{shard: int(v[1]), firstSeq: le.Uint64(v[4:]), count: int(le.Uint32(v[12:])),
 		timeMs: int64(le.Uint64(v[16:])), body: v[recHeaderLen:n]}
-	if r.count == 0 || len(r.body) < r.count*cmdFixedLen {
+	if r.count == 0 || len(r.body) < r.count*cmdMinLen {
 		return record{}, fmt.Errorf("%w: %d commands in %d bytes", errCorrupt, r.count, len(r.body))
 	}
 	return r, nil
