@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Engine is one shard's deterministic state machine: the books and working
 // orders of the markets it owns, applied one command at a time. Balances
 // live in the shared Accounts.
@@ -196,10 +198,14 @@ func (e *Engine) bill(u UserIdx, c CoinID, biz BizType, delta, fee Amount, m Mar
 		return
 	}
 	after := e.acc.addTotal(u, c, delta)
-	e.out.Bills = append(e.out.Bills, Bill{
-		BillID: BillID(e.seq, len(e.out.Bills), e.shard), UID: e.acc.UID(u), User: u, Coin: c, Biz: biz,
-		Market: m, FillQty: q, FillQuote: quote, Delta: delta, After: after, Fee: fee, TimeMs: e.timeMs,
-	})
+	bs := e.out.Bills
+	if len(bs) == cap(bs) {
+		bs = slices.Grow(bs, 1)
+	}
+	n := len(bs)
+	bs = bs[:n+1]
+	bs[n].set(BillID(e.seq, n, e.shard), e.acc.UID(u), u, c, biz, m, q, quote, delta, after, fee, e.timeMs)
+	e.out.Bills = bs
 }
 
 // reserve takes x of c from u: decided live, replayed from c.Dec otherwise.
@@ -325,9 +331,14 @@ func (e *Engine) place(c *Cmd) Reject {
 	m.nextOrder++
 	h := e.pool.alloc()
 	o := e.pool.get(h)
-	*o = order{id: id, price: limit, qty: c.Qty, reserved: res, timeMs: e.timeMs, updateMs: e.timeMs,
-		user: c.User, market: s.ID, side: c.Side, typ: c.Type, tif: c.TIF, status: StatusNew, cidGen: cidGen}
+	// Field by field: a composite literal would be built on the stack and
+	// copied. Links are set by rest.
+	o.id, o.price, o.qty, o.filled, o.cumQuote, o.reserved = id, limit, c.Qty, 0, 0, res
+	o.timeMs, o.updateMs = e.timeMs, e.timeMs
+	o.prev, o.next, o.uprev, o.unext, o.cnext, o.list, o.lvl = 0, 0, 0, 0, 0, 0, 0
+	o.user, o.market, o.side, o.typ, o.tif, o.status, o.cidGen = c.User, s.ID, c.Side, c.Type, c.TIF, StatusNew, cidGen
 	if cidGen {
+		o.cid = ClientID{}
 		setGeneratedClientID(&o.cid, id) // once per order, not per view
 	} else {
 		o.cid = c.Text

@@ -120,16 +120,24 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	e.fees.qty += q
 	e.fees.notional += notional
 
-	// the bills, in the documented order, skipping zero changes
+	// the bills, in the documented order; a trade_out is never zero, a
+	// trade_in is when the fee rate is 100%
 	buid, suid := e.acc.UID(buyer.user), e.acc.UID(seller.user)
 	n := len(e.out.Bills)
 	bs := slices.Grow(e.out.Bills, 4)[:n+4]
-	id := BillID(e.seq, n, e.shard)
-	b := Bill{Market: s.ID, FillQty: q, FillQuote: notional, TimeMs: e.timeMs}
-	n = e.putBill(bs, n, &b, &id, buid, buyer.user, s.Quote, BizTradeOut, -notional, 0)
-	n = e.putBill(bs, n, &b, &id, buid, buyer.user, s.Base, BizTradeIn, base-bf, bf)
-	n = e.putBill(bs, n, &b, &id, suid, seller.user, s.Base, BizTradeOut, -base, 0)
-	n = e.putBill(bs, n, &b, &id, suid, seller.user, s.Quote, BizTradeIn, notional-sf, sf)
+	t0 := e.timeMs
+	bs[n].set(BillID(e.seq, n, e.shard), buid, buyer.user, s.Quote, BizTradeOut, s.ID, q, notional, -notional, e.acc.addTotal(buyer.user, s.Quote, -notional), 0, t0)
+	n++
+	if d := base - bf; d != 0 {
+		bs[n].set(BillID(e.seq, n, e.shard), buid, buyer.user, s.Base, BizTradeIn, s.ID, q, notional, d, e.acc.addTotal(buyer.user, s.Base, d), bf, t0)
+		n++
+	}
+	bs[n].set(BillID(e.seq, n, e.shard), suid, seller.user, s.Base, BizTradeOut, s.ID, q, notional, -base, e.acc.addTotal(seller.user, s.Base, -base), 0, t0)
+	n++
+	if d := notional - sf; d != 0 {
+		bs[n].set(BillID(e.seq, n, e.shard), suid, seller.user, s.Quote, BizTradeIn, s.ID, q, notional, d, e.acc.addTotal(seller.user, s.Quote, d), sf, t0)
+		n++
+	}
 	e.out.Bills = bs[:n]
 
 	for _, o := range [2]*order{t, mk} {
@@ -143,34 +151,29 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	}
 	m.last = p
 	m.nextTrade++
-	tr := Trade{TradeID: m.nextTrade<<10 | int64(s.ID), Market: s.ID, TimeMs: e.timeMs, Price: p, Qty: q,
-		Quote: notional, TakerSide: t.side, MakerOrder: mk.id, TakerOrder: t.id,
-		MakerUID: suid, TakerUID: buid}
-	if t.side == Buy {
-		tr.TakerFee, tr.MakerFee = bf, sf
-	} else {
-		tr.MakerUID, tr.TakerUID = buid, suid
-		tr.TakerFee, tr.MakerFee = sf, bf
+	ts := e.out.Trades
+	if len(ts) == cap(ts) {
+		ts = slices.Grow(ts, 1)
 	}
-	e.out.Trades = append(e.out.Trades, tr)
+	ts = ts[:len(ts)+1]
+	e.out.Trades = ts
+	tr := &ts[len(ts)-1]
+	tr.TradeID, tr.Market, tr.TimeMs, tr.Price, tr.Qty, tr.Quote = m.nextTrade<<10|int64(s.ID), s.ID, e.timeMs, p, q, notional
+	tr.TakerSide, tr.MakerOrder, tr.TakerOrder = t.side, mk.id, t.id
+	if t.side == Buy {
+		tr.MakerUID, tr.TakerUID, tr.TakerFee, tr.MakerFee = suid, buid, bf, sf
+	} else {
+		tr.MakerUID, tr.TakerUID, tr.TakerFee, tr.MakerFee = buid, suid, sf, bf
+	}
 	if mk.status != StatusFilled { // a filled maker reports from remove
 		e.update(mk)
 	}
 }
 
-// putBill changes u's total of c by delta and writes the finance record,
-// b with the per-user fields set, at bs[n] with bill id *id, unless delta
-// is 0. It returns the next free index.
-func (e *Engine) putBill(bs []Bill, n int, b *Bill, id *uint64, uid int64, u UserIdx, c CoinID, biz BizType, delta, fee Amount) int {
-	if delta == 0 {
-		return n
-	}
-	x := &bs[n]
-	*x = *b
-	x.BillID, x.UID, x.User, x.Coin, x.Biz = *id, uid, u, c, biz
-	x.Delta, x.After, x.Fee = delta, e.acc.addTotal(u, c, delta), fee
-	*id += 1 << 6
-	return n + 1
+// set writes every field of b (field by field: see setView).
+func (b *Bill) set(id uint64, uid int64, u UserIdx, c CoinID, biz BizType, m MarketID, q Qty, quote, delta, after, fee Amount, timeMs int64) {
+	b.BillID, b.UID, b.User, b.Coin, b.Biz, b.Market = id, uid, u, c, biz, m
+	b.FillQty, b.FillQuote, b.Delta, b.After, b.Fee, b.TimeMs = q, quote, delta, after, fee, timeMs
 }
 
 // billFees credits the fee account with the fees of the command's fills
