@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"strconv"
@@ -21,9 +20,10 @@ type histBatch struct {
 	seen   batchIndex         // orderID -> index in orders, or ^index in later
 	cids   []int32            // indexes in orders of orders with an explicit client id
 
-	users batchIndex // uid -> index in ub
-	ub    []userBlock
-	nub   int
+	users    batchIndex // uid -> index in ub
+	ub       []userBlock
+	nub      int
+	lastUser int32 // index in ub of the last block userFor returned
 
 	mkts batchIndex // market -> index in pub
 	pub  []pubBlock
@@ -173,9 +173,14 @@ func (h *histBatch) add(c *engine.Cmd, o *engine.Out, seqOff uint64) {
 }
 
 func (h *histBatch) userFor(uid int64) *userBlock {
+	if h.nub > 0 && h.ub[h.lastUser].uid == uid {
+		return &h.ub[h.lastUser]
+	}
 	if k, ok := h.users.get(uid); ok {
+		h.lastUser = k
 		return &h.ub[k]
 	}
+	h.lastUser = int32(h.nub)
 	if h.nub == len(h.ub) {
 		h.ub = append(h.ub, userBlock{})
 	}
@@ -309,8 +314,17 @@ func generatedCID(o *engine.OrderView) bool {
 	if len(b) < 3 || b[0] != 'x' || b[1] != '-' {
 		return false
 	}
-	var buf [24]byte
-	return bytes.Equal(b[2:], strconv.AppendInt(buf[:0], o.OrderID, 10))
+	if len(b) > 2+18 || b[2] == '0' {
+		return false
+	}
+	var n int64
+	for _, c := range b[2:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n == o.OrderID
 }
 
 // appendOrder appends o relative to a block's first order id and time.
