@@ -87,9 +87,9 @@ func benchHandoff(b *testing.B, gap time.Duration) {
 	b.ReportMetric(float64(h.Max()), "max-ns")
 }
 
-// benchNode opens a node with two funded users trading two markets on
+// benchNode opens a node with `users` funded users trading two markets on
 // different shards.
-func benchNode(b *testing.B, dir string) (*Node, [2]engine.UserIdx) {
+func benchNode(b *testing.B, dir string, users int) (*Node, []engine.UserIdx) {
 	o := testOptions(b, dir)
 	o.Logf = nil
 	n, err := Open(o)
@@ -97,27 +97,29 @@ func benchNode(b *testing.B, dir string) (*Node, [2]engine.UserIdx) {
 		b.Fatal(err)
 	}
 	addUser(b, n, feeUID)
-	var u [2]engine.UserIdx
+	u := make([]engine.UserIdx, users)
 	for i := range u {
 		uid := int64(100 + i)
 		u[i] = addUser(b, n, uid)
 		for c := 0; c < 3; c++ {
-			mustOK(b, "deposit", first(do(b, n, engine.Cmd{Kind: engine.CmdDeposit, User: u[i], UID: uid, Coin: engine.CoinID(c), Amount: 1 << 58})))
+			mustOK(b, "deposit", first(do(b, n, engine.Cmd{Kind: engine.CmdDeposit, User: u[i], UID: uid, Coin: engine.CoinID(c), Amount: 1 << 52})))
 		}
 	}
 	return n, u
 }
 
-// benchCmd is command i of the durable stream: users alternately buy and
-// sell one step at the same price on markets 0 and 1 (shards 0 and 1), so
-// every other order trades: updates, a trade and bills, like real flow.
-func benchCmd(i int, u [2]engine.UserIdx) engine.Cmd {
+// benchCmd is command i of the durable stream: in each group of four, one
+// user buys one step on markets 0 and 1 (shards 0 and 1) and another sells
+// the same at the same price, so every other order trades: updates, a
+// trade and bills, like real flow. Groups rotate over the users.
+func benchCmd(i int, u []engine.UserIdx) engine.Cmd {
 	k := i / 2 % 2
 	side := engine.Buy
 	if k == 1 {
 		side = engine.Sell
 	}
-	return engine.Cmd{Kind: engine.CmdPlace, User: u[k], UID: int64(100 + k), Market: engine.MarketID(i % 2), Side: side,
+	j := (i/4*2 + k) % len(u)
+	return engine.Cmd{Kind: engine.CmdPlace, User: u[j], UID: int64(100 + j), Market: engine.MarketID(i % 2), Side: side,
 		Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 1}
 }
 
@@ -137,16 +139,19 @@ func BenchmarkDurable(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				benchNoHistory = !hist
 				defer func() { benchNoHistory = false }()
-				benchDurable(b, batch)
+				benchDurable(b, batch, 2)
 			})
 		}
 	}
+	// History is grouped per user per batch: with many users in a batch it
+	// writes more Pebble keys.
+	b.Run("users=1000/batch=4096", func(b *testing.B) { benchDurable(b, 4096, 1000) })
 }
 
-func benchDurable(b *testing.B, batch int) {
+func benchDurable(b *testing.B, batch, users int) {
 	{
 		{
-			n, u := benchNode(b, b.TempDir())
+			n, u := benchNode(b, b.TempDir(), users)
 			defer n.Close()
 			reqs := make([]*Request, 0, batch)
 			k0, y0 := n.Written()
@@ -200,7 +205,7 @@ func cpuTime() int64 {
 func BenchmarkReplay(b *testing.B) {
 	const replayCmds = 300_000
 	dir := filepath.Join(b.TempDir(), "data")
-	n, u := benchNode(b, dir)
+	n, u := benchNode(b, dir, 2)
 	reqs := make([]*Request, 0, 4096)
 	for i := 0; i < replayCmds; {
 		reqs = reqs[:0]
@@ -246,7 +251,7 @@ func BenchmarkReplay(b *testing.B) {
 // query (a depth read: no journal write, so no fsync), one at a time:
 // the edge's full hand-off both ways, including waking the waiter.
 func BenchmarkQueryRoundTrip(b *testing.B) {
-	n, _ := benchNode(b, b.TempDir())
+	n, _ := benchNode(b, b.TempDir(), 2)
 	defer n.Close()
 	h := hdrhistogram.New(1, int64(time.Second), 3)
 	b.ReportAllocs()
