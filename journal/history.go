@@ -116,7 +116,7 @@ func (x *impl) latest(o *engine.OrderView) error {
 	return nil
 }
 
-// orderBlock decodes the "o" block at it, calling f with each order in id
+// orderBlockEach decodes the "o" block k/v, calling f with each order in id
 // order until f returns false; it reports the block's creation time.
 func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error) {
 	first, ok := orderBlockFirst(k)
@@ -288,7 +288,7 @@ func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderVi
 	return o, true, nil
 }
 
-// eachUserEntry walks uid's "h" blocks with time in [startMs, endMs),
+// eachUserBlock walks uid's "h" blocks with time in [startMs, endMs),
 // forwards or backwards; within a block entries go forwards. f returns
 // false to stop.
 func (x *impl) eachUserBlock(uid, startMs, endMs int64, reverse bool, f func(d *userBlockDecoder) (bool, error)) error {
