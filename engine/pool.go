@@ -34,8 +34,10 @@ type order struct {
 
 const chunkBits = 12
 
+type chunk [1 << chunkBits]order
+
 type pool struct {
-	chunks [][]order
+	chunks []*chunk
 	free   []handle
 	n      int // handles handed out so far (high-water mark), excluding 0
 	live   int
@@ -55,7 +57,7 @@ func (p *pool) alloc() handle {
 	p.n++
 	h := handle(p.n)
 	if int(h>>chunkBits) == len(p.chunks) {
-		p.chunks = append(p.chunks, make([]order, 1<<chunkBits))
+		p.chunks = append(p.chunks, new(chunk))
 	}
 	return h
 }
