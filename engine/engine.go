@@ -69,6 +69,7 @@ type market struct {
 	// a generated one ("x-<digits>"). While it is 0, a generated id cannot
 	// clash with a working order's id, and placing needs no index lookup.
 	xForm int
+	gen   idText // the last generated client id, for the next one
 }
 
 // list returns u's working-order list in m, or nil.
@@ -338,8 +339,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	o.prev, o.next, o.uprev, o.unext, o.cnext, o.list, o.lvl = 0, 0, 0, 0, 0, 0, 0
 	o.user, o.market, o.side, o.typ, o.tif, o.status, o.cidGen = c.User, s.ID, c.Side, c.Type, c.TIF, StatusNew, cidGen
 	if cidGen {
-		o.cid = ClientID{}
-		setGeneratedClientID(&o.cid, id) // once per order, not per view
+		o.cid = *m.gen.next(id) // once per order, not per view
 	} else {
 		o.cid = c.Text
 	}

@@ -348,6 +348,58 @@ func cidHash(u UserIdx, cid []byte) uint64 {
 	return h
 }
 
+// idText keeps the text of the last generated client id, so that the next
+// one, usually for the id 1024 more (ids are n<<10 | market), is made by
+// adding 1024 to its last digits instead of converting the id.
+type idText struct {
+	id  int64
+	cid ClientID // "x-<id>"
+}
+
+// idStep is the difference between consecutive order ids of a market.
+const idStep = 1 << 10
+
+// next makes t hold the client id generated for id (> 0) and returns it.
+func (t *idText) next(id int64) *ClientID {
+	if id-t.id != idStep || t.id == 0 || !t.cid.addStep() {
+		t.cid = generatedClientID(id)
+	}
+	t.id = id
+	return &t.cid
+}
+
+// addStep adds idStep (1024) to the generated id in c in place. It
+// reports false, leaving c unspecified, if the number of digits grows.
+func (c *ClientID) addStep() bool {
+	i := int(c.N) - 1 // the last digit
+	if i < 2+3 || i >= len(c.B) {
+		return false
+	}
+	carry := byte(0)
+	for _, d := range [4]byte{4, 2, 0, 1} { // 1024, last digit first
+		x := c.B[i] + d + carry
+		carry = 0
+		if x > '9' {
+			x -= 10
+			carry = 1
+		}
+		c.B[i] = x
+		i--
+	}
+	for ; carry != 0; i-- {
+		if i < 2 {
+			return false
+		}
+		if c.B[i] == '9' {
+			c.B[i] = '0'
+		} else {
+			c.B[i]++
+			carry = 0
+		}
+	}
+	return true
+}
+
 // generatedClientID is the client id of an order placed without one:
 // "x-" and the order id. A client may not reuse it while that order works.
 func generatedClientID(id int64) ClientID {
