@@ -375,18 +375,21 @@ func (c *ClientID) addStep() bool {
 	if i < 2+3 || i >= len(c.B) {
 		return false
 	}
-	carry := byte(0)
-	for _, d := range [4]byte{4, 2, 0, 1} { // 1024, last digit first
-		x := c.B[i] + d + carry
-		carry = 0
-		if x > '9' {
-			x -= 10
-			carry = 1
-		}
-		c.B[i] = x
-		i--
-	}
-	for ; carry != 0; i-- {
+	// 1024 on the last four digits, without branches on the digits
+	b := (*[4]byte)(c.B[i-3 : i+1])
+	x := b[3] + 4
+	k := over9(x)
+	b[3] = x - 10*k
+	x = b[2] + 2 + k
+	k = over9(x)
+	b[2] = x - 10*k
+	x = b[1] + k
+	k = over9(x)
+	b[1] = x - 10*k
+	x = b[0] + 1 + k
+	k = over9(x)
+	b[0] = x - 10*k
+	for i -= 4; k != 0; i-- { // carry on
 		if i < 2 {
 			return false
 		}
@@ -394,10 +397,18 @@ func (c *ClientID) addStep() bool {
 			c.B[i] = '0'
 		} else {
 			c.B[i]++
-			carry = 0
+			k = 0
 		}
 	}
 	return true
+}
+
+// over9 is 1 if digit byte x went past '9', else 0.
+func over9(x byte) byte {
+	if x > '9' {
+		return 1
+	}
+	return 0
 }
 
 // generatedClientID is the client id of an order placed without one:
