@@ -121,6 +121,14 @@ func (a *Accounts) cell(u UserIdx, c CoinID) *cell {
 	return &a.pages[u>>pageBits].Load().cells[int(u&(pageSize-1))*a.nc+int(c)]
 }
 
+// row returns u's cells, indexed by CoinID, and u's uid: one page lookup
+// for several coins.
+func (a *Accounts) row(u UserIdx) ([]cell, int64) {
+	p := a.pages[u>>pageBits].Load()
+	i := int(u & (pageSize - 1))
+	return p.cells[i*a.nc : i*a.nc+a.nc : i*a.nc+a.nc], p.uid[i]
+}
+
 // Net returns deposits minus withdrawals of c.
 func (a *Accounts) Net(c CoinID) Amount { return Amount(a.net[c].Load()) }
 

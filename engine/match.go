@@ -111,9 +111,11 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	if buyer.reserved < 0 || seller.reserved < 0 {
 		panic("engine: reservation underflow")
 	}
-	e.credit(buyer.user, s.Quote, held-notional)
-	e.credit(buyer.user, s.Base, base-bf)
-	e.credit(seller.user, s.Quote, notional-sf)
+	pc := append(slices.Grow(e.pending, 3), credit{buyer.user, s.Base, base - bf}, credit{seller.user, s.Quote, notional - sf})
+	if held != notional { // a maker buyer pays its own price
+		pc = append(pc, credit{buyer.user, s.Quote, held - notional})
+	}
+	e.pending = pc // a zero credit (a 100% fee) is harmless
 	// the fee account's income is billed once per command (billFees)
 	e.fees.base += bf
 	e.fees.quote += sf
@@ -122,20 +124,21 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 
 	// the bills, in the documented order; a trade_out is never zero, a
 	// trade_in is when the fee rate is 100%
-	buid, suid := e.acc.UID(buyer.user), e.acc.UID(seller.user)
+	bc, buid := e.acc.row(buyer.user)
+	sc, suid := e.acc.row(seller.user)
 	n := len(e.out.Bills)
 	bs := slices.Grow(e.out.Bills, 4)[:n+4]
-	t0 := e.timeMs
-	bs[n].set(BillID(e.seq, n, e.shard), buid, buyer.user, s.Quote, BizTradeOut, s.ID, q, notional, -notional, e.acc.addTotal(buyer.user, s.Quote, -notional), 0, t0)
+	t0, id := e.timeMs, BillID(e.seq, 0, e.shard)
+	bs[n].set(id|uint64(n)<<6, buid, buyer.user, s.Quote, BizTradeOut, s.ID, q, notional, -notional, Amount(bc[s.Quote].total.Add(int64(-notional))), 0, t0)
 	n++
 	if d := base - bf; d != 0 {
-		bs[n].set(BillID(e.seq, n, e.shard), buid, buyer.user, s.Base, BizTradeIn, s.ID, q, notional, d, e.acc.addTotal(buyer.user, s.Base, d), bf, t0)
+		bs[n].set(id|uint64(n)<<6, buid, buyer.user, s.Base, BizTradeIn, s.ID, q, notional, d, Amount(bc[s.Base].total.Add(int64(d))), bf, t0)
 		n++
 	}
-	bs[n].set(BillID(e.seq, n, e.shard), suid, seller.user, s.Base, BizTradeOut, s.ID, q, notional, -base, e.acc.addTotal(seller.user, s.Base, -base), 0, t0)
+	bs[n].set(id|uint64(n)<<6, suid, seller.user, s.Base, BizTradeOut, s.ID, q, notional, -base, Amount(sc[s.Base].total.Add(int64(-base))), 0, t0)
 	n++
 	if d := notional - sf; d != 0 {
-		bs[n].set(BillID(e.seq, n, e.shard), suid, seller.user, s.Quote, BizTradeIn, s.ID, q, notional, d, e.acc.addTotal(seller.user, s.Quote, d), sf, t0)
+		bs[n].set(id|uint64(n)<<6, suid, seller.user, s.Quote, BizTradeIn, s.ID, q, notional, d, Amount(sc[s.Quote].total.Add(int64(d))), sf, t0)
 		n++
 	}
 	e.out.Bills = bs[:n]
