@@ -91,8 +91,11 @@ func (e *Engine) match(m *market, opp *side, o *order) bool {
 // the payers' frozen funds to the receivers, less fees to the fee account.
 func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	s := m.spec
-	notional, _ := s.Notional(p, q) // <= the buyer's reservation: no overflow
-	base, _ := s.BaseAmount(q)
+	// No overflow checks: the buyer's reservation, price*qty at its limit
+	// >= p, and the seller's, its qty in base, were computed with them, and
+	// q is at most either's quantity.
+	notional := Amount(int64(p) * int64(q) * int64(s.QuotePerTickStep))
+	base := Amount(int64(q) * int64(s.BasePerStep))
 	buyer, seller := t, mk
 	buyRate, sellRate := s.TakerRate, s.MakerRate
 	if t.side == Sell {
@@ -105,7 +108,7 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	// buyer: pays notional from frozen quote; the reservation made at its
 	// own (higher or equal) price for q is released, the difference credited.
 	// seller: pays base from frozen, receives notional less its fee.
-	held, _ := s.Notional(buyer.price, q)
+	held := Amount(int64(buyer.price) * int64(q) * int64(s.QuotePerTickStep))
 	buyer.reserved -= held
 	seller.reserved -= base
 	if buyer.reserved < 0 || seller.reserved < 0 {
