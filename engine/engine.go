@@ -48,10 +48,11 @@ type feeIncome struct {
 	notional    Amount // traded value in the quote coin
 }
 
+// credit is an amount to add to a balance's available part: the cell is
+// found when the credit is made (a fill has it at hand), so Flush only adds.
 type credit struct {
-	u UserIdx
-	c CoinID
-	x Amount
+	to *cell
+	x  Amount
 }
 
 type market struct {
@@ -179,7 +180,7 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 // any reply for it is sent.
 func (e *Engine) Flush() {
 	for _, cr := range e.pending {
-		e.acc.cell(cr.u, cr.c).avail.Add(int64(cr.x))
+		cr.to.avail.Add(int64(cr.x))
 	}
 	e.pending = e.pending[:0]
 }
@@ -189,7 +190,7 @@ func (e *Engine) Pending() bool { return len(e.pending) > 0 }
 
 func (e *Engine) credit(u UserIdx, c CoinID, x Amount) {
 	if x != 0 {
-		e.pending = append(e.pending, credit{u, c, x})
+		e.pending = append(e.pending, credit{e.acc.cell(u, c), x})
 	}
 }
 

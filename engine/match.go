@@ -114,9 +114,11 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	if buyer.reserved < 0 || seller.reserved < 0 {
 		panic("engine: reservation underflow")
 	}
-	pc := append(slices.Grow(e.pending, 3), credit{buyer.user, s.Base, base - bf}, credit{seller.user, s.Quote, notional - sf})
+	bc, buid := e.acc.row(buyer.user)
+	sc, suid := e.acc.row(seller.user)
+	pc := append(slices.Grow(e.pending, 3), credit{&bc[s.Base], base - bf}, credit{&sc[s.Quote], notional - sf})
 	if held != notional { // a maker buyer pays its own price
-		pc = append(pc, credit{buyer.user, s.Quote, held - notional})
+		pc = append(pc, credit{&bc[s.Quote], held - notional})
 	}
 	e.pending = pc // a zero credit (a 100% fee) is harmless
 	// the fee account's income is billed once per command (billFees)
@@ -127,8 +129,6 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 
 	// the bills, in the documented order; a trade_out is never zero, a
 	// trade_in is when the fee rate is 100%
-	bc, buid := e.acc.row(buyer.user)
-	sc, suid := e.acc.row(seller.user)
 	n := len(e.out.Bills)
 	bs := slices.Grow(e.out.Bills, 4)[:n+4]
 	t0, id := e.timeMs, BillID(e.seq, 0, e.shard)
