@@ -464,7 +464,7 @@ func (e *Engine) view(o *order) OrderView {
 // setView writes o's view to v, field by field (a composite literal
 // assigned through a pointer is built on the stack and copied).
 func (e *Engine) setView(v *OrderView, o *order) {
-	v.OrderID, v.UID, v.User, v.Market = o.id, e.acc.UID(o.user), o.user, o.market
+	v.OrderID, v.UID, v.User, v.Market = o.id, o.uid, o.user, o.market
 	v.Side, v.Type, v.TIF, v.Status = o.side, o.typ, o.tif, o.status
 	v.Price, v.OrigQty, v.ExecutedQty, v.CumQuote = o.price, o.qty, o.filled, o.cumQuote
 	v.TimeMs, v.UpdateTimeMs = o.timeMs, o.updateMs

@@ -16,6 +16,7 @@ type order struct {
 	reserved Amount // still frozen for this order
 	timeMs   int64
 	updateMs int64
+	uid      int64 // the user's external uid, for views
 
 	prev, next   handle
 	uprev, unext handle

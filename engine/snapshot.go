@@ -134,6 +134,10 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 			*o = order{}
 			o.id = r.i64()
 			o.user = UserIdx(r.u32())
+			if int(o.user) >= e.acc.NumUsers() {
+				return fmt.Errorf("engine: snapshot order %d has unknown user %d", o.id, o.user)
+			}
+			o.uid = e.acc.UID(o.user)
 			o.side, o.typ, o.tif, o.status = Side(r.u8()), OrderType(r.u8()), TIF(r.u8()), Status(r.u8())
 			o.price, o.qty, o.filled, o.cumQuote = Price(r.i64()), Qty(r.i64()), Qty(r.i64()), Amount(r.i64())
 			o.reserved, o.timeMs, o.updateMs = Amount(r.i64()), r.i64(), r.i64()
