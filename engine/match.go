@@ -192,10 +192,23 @@ func (e *Engine) billFees(m *market) {
 	e.fees = feeIncome{}
 	s := m.spec
 	fee := e.feeUser()
-	e.bill(fee, s.Base, BizFee, f.base, 0, s.ID, f.qty, f.notional)
-	e.credit(fee, s.Base, f.base)
-	e.bill(fee, s.Quote, BizFee, f.quote, 0, s.ID, f.qty, f.notional)
-	e.credit(fee, s.Quote, f.quote)
+	fc, uid := e.acc.row(fee)
+	n := len(e.out.Bills)
+	bs := slices.Grow(e.out.Bills, 2)[:n+2]
+	pc := slices.Grow(e.pending, 2)
+	if f.base != 0 {
+		cl := &fc[s.Base]
+		bs[n].set(BillID(e.seq, n, e.shard), uid, fee, s.Base, BizFee, s.ID, f.qty, f.notional, f.base, Amount(cl.total.Add(int64(f.base))), 0, e.timeMs)
+		n++
+		pc = append(pc, credit{cl, f.base})
+	}
+	if f.quote != 0 {
+		cl := &fc[s.Quote]
+		bs[n].set(BillID(e.seq, n, e.shard), uid, fee, s.Quote, BizFee, s.ID, f.qty, f.notional, f.quote, Amount(cl.total.Add(int64(f.quote))), 0, e.timeMs)
+		n++
+		pc = append(pc, credit{cl, f.quote})
+	}
+	e.out.Bills, e.pending = bs[:n], pc
 }
 
 // feeUser returns the fee account's index. It must exist before any fill.
