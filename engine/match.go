@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"slices"
 )
@@ -387,47 +388,32 @@ func (t *idText) next(id int64) *ClientID {
 	return &t.cid
 }
 
-// addStep adds idStep (1024) to the generated id in c in place. It
-// reports false, leaving c unspecified, if the number of digits grows.
+// addStep adds idStep (1024) to the generated id in c in place, on its
+// last eight digits as one word (a decimal digit per byte). It reports
+// false, leaving c as it was, if the id has fewer than eight digits or the
+// carry leaves them.
 func (c *ClientID) addStep() bool {
-	i := int(c.N) - 1 // the last digit
-	if i < 2+3 || i >= len(c.B) {
+	n := int(c.N)
+	if n < 2+8 || n > len(c.B) {
 		return false
 	}
-	// 1024 on the last four digits, without branches on the digits
-	b := (*[4]byte)(c.B[i-3 : i+1])
-	x := b[3] + 4
-	k := over9(x)
-	b[3] = x - 10*k
-	x = b[2] + 2 + k
-	k = over9(x)
-	b[2] = x - 10*k
-	x = b[1] + k
-	k = over9(x)
-	b[1] = x - 10*k
-	x = b[0] + 1 + k
-	k = over9(x)
-	b[0] = x - 10*k
-	for i -= 4; k != 0; i-- { // carry on
-		if i < 2 {
+	// digit values, the last digit in the low byte, plus 1024
+	w := binary.BigEndian.Uint64(c.B[n-8:n]) - 0x3030303030303030 + 0x01000204
+	for {
+		// a byte over 9 gives 10 back and 1 to the next (none exceeds 14,
+		// so adding 0x76 flags it without crossing into the next byte)
+		over := (w + 0x7676767676767676) & 0x8080808080808080
+		if over == 0 {
+			break
+		}
+		if over>>63 != 0 {
 			return false
 		}
-		if c.B[i] == '9' {
-			c.B[i] = '0'
-		} else {
-			c.B[i]++
-			k = 0
-		}
+		k := over >> 7
+		w = w - 10*k + k<<8
 	}
+	binary.BigEndian.PutUint64(c.B[n-8:n], w+0x3030303030303030)
 	return true
-}
-
-// over9 is 1 if digit byte x went past '9', else 0.
-func over9(x byte) byte {
-	if x > '9' {
-		return 1
-	}
-	return 0
 }
 
 // generatedClientID is the client id of an order placed without one:
