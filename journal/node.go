@@ -79,6 +79,7 @@ func open(o Options) (*Node, error) {
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       24,
+		WALMinSyncInterval:          x.syncPace.interval,
 	}
 	if !o.ReadOnly {
 		// WAL sync chunks record in each chunk how far the WAL was synced,

@@ -13,7 +13,7 @@ func TestSyncPace(t *testing.T) {
 	p.at.Store(now)
 	step := func(commits int) time.Duration {
 		for i := 0; i < commits; i++ {
-			p.commit(now)
+			p.commit()
 		}
 		now += int64(paceWindow)
 		return p.intervalAt(now)

@@ -86,26 +86,10 @@ func (s *shard) run() {
 			continue
 		}
 		idleSince = 0
-		if hasCmd(s.batch) && len(s.batch) < maxBatch {
-			if d := s.x.syncPace.wait(nanotime()); d > 0 {
-				sleep(d) // group commit under load (pace.go)
-				s.batch = s.q.drain(s.batch, maxBatch)
-			}
-		}
 		if s.process(s.batch) {
 			return
 		}
 	}
-}
-
-// hasCmd reports whether b holds a command to journal.
-func hasCmd(b []*Request) bool {
-	for _, r := range b {
-		if r.rt.op == opCmd && r.Query == QueryNone {
-			return true
-		}
-	}
-	return false
 }
 
 // process handles one drained batch; it reports true when told to stop.
@@ -185,7 +169,7 @@ func (s *shard) segment(b []*Request) {
 			s.answer(b)
 			b = nil
 		}
-		x.syncPace.commit(nanotime())
+		x.syncPace.commit()
 		if err := wb.Commit(pebble.Sync); err != nil {
 			// The state in memory is ahead of the journal and can no longer
 			// be made durable: stopping loudly is the only honest answer.
