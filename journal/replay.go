@@ -117,6 +117,7 @@ func (s *shard) replay(from uint64) (int, error) {
 				x.opt.OnAddUser(c)
 			}
 		}
+		s.eng.Flush() // as the live shard does after each batch: keeps the pending credits short
 		if n/replayProgress != (n+len(cmds))/replayProgress {
 			x.logf("journal: shard %d: replaying: %d commands, seq %d, %v", s.id, n+len(cmds), seq, time.Since(t0).Round(time.Millisecond))
 		}
