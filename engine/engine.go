@@ -185,6 +185,19 @@ func (e *Engine) Flush() {
 	e.pending = e.pending[:0]
 }
 
+// PendingLen returns how many credits await Flush: a mark for FlushTo.
+func (e *Engine) PendingLen() int { return len(e.pending) }
+
+// FlushTo applies the first n pending credits (those queued before
+// PendingLen returned n, less any flushed since) and keeps the rest: the
+// shard runtime applies the next batch while the previous one is synced.
+func (e *Engine) FlushTo(n int) {
+	for _, cr := range e.pending[:n] {
+		cr.to.avail.Add(int64(cr.x))
+	}
+	e.pending = e.pending[:copy(e.pending, e.pending[n:])]
+}
+
 // Pending reports whether credits await Flush.
 func (e *Engine) Pending() bool { return len(e.pending) > 0 }
 

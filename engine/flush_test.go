@@ -73,3 +73,41 @@ func TestCreditsWaitForFlush(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestFlushTo: FlushTo(mark) makes available only the credits queued
+// before PendingLen returned mark (the shard runtime answers a batch while
+// the next one is already applied), and keeps the later ones pending.
+func TestFlushTo(t *testing.T) {
+	cl := enginetest.NewCluster(1)
+	var out engine.Out
+	seq := uint64(0)
+	led := cl.Ledger
+	apply := func(c engine.Cmd) {
+		seq++
+		led.Apply(&c, seq, int64(seq), &out)
+		if out.Reject != engine.OK {
+			t.Fatalf("%+v: got %v, want OK", c, out.Reject)
+		}
+	}
+	apply(engine.Cmd{Kind: engine.CmdAddUser, UID: enginetest.FeeUID})
+	apply(engine.Cmd{Kind: engine.CmdAddUser, UID: 10})
+	led.Flush()
+	apply(engine.Cmd{Kind: engine.CmdDeposit, UID: 10, User: 1, Coin: 0, Amount: 100})
+	apply(engine.Cmd{Kind: engine.CmdDeposit, UID: 10, User: 1, Coin: 1, Amount: 200})
+	first := led.PendingLen()
+	apply(engine.Cmd{Kind: engine.CmdDeposit, UID: 10, User: 1, Coin: 0, Amount: 1000})
+	second := led.PendingLen()
+	if first != 2 || second != 3 {
+		t.Fatalf("marks: got %d, %d; want 2, 3", first, second)
+	}
+	led.FlushTo(first)
+	a0, _ := cl.Acc.Balance(1, 0)
+	a1, _ := cl.Acc.Balance(1, 1)
+	if a0 != 100 || a1 != 200 || led.PendingLen() != 1 {
+		t.Fatalf("after FlushTo(first): got available %d, %d and %d pending; want 100, 200, 1", a0, a1, led.PendingLen())
+	}
+	led.FlushTo(second - first)
+	if a0, _ = cl.Acc.Balance(1, 0); a0 != 1100 || led.Pending() {
+		t.Fatalf("after FlushTo(rest): got available %d, pending %v; want 1100, false", a0, led.Pending())
+	}
+}

@@ -380,7 +380,14 @@ func TestCrash(t *testing.T) {
 		if i > 0 && rng.Intn(5) == 0 { // not the first: the checks need a created directory
 			d = -time.Duration(1+rng.Intn(40)) * time.Millisecond
 		}
+		// every other child commits through the committer, as under load
+		if i%2 == 1 {
+			os.Setenv("JOURNAL_TEST_FORCE_PACE", "1")
+		} else {
+			os.Unsetenv("JOURNAL_TEST_FORCE_PACE")
+		}
 		runChild(t, dir, strconv.FormatInt(int64(i+1), 36), d, false, log)
+		os.Unsetenv("JOURNAL_TEST_FORCE_PACE")
 		if probs := verifyCrash(t, dir, log); len(probs) > 0 {
 			t.Fatalf("after kill %d (at %v): %d problems:\n%s", i+1, d, len(probs), strings.Join(first10(probs), "\n"))
 		}

@@ -19,6 +19,14 @@
 // commits it with Sync, calls Engine.Flush (credits become available only
 // once durable) and only then wakes the waiting requests.
 //
+// Under load (pace.go) the shard hands the batch to the committer instead
+// (commit.go), which syncs the batches of every shard together at most once
+// per paceGap, and goes on applying the next batches (up to maxFlights in
+// flight). Batches are answered in order, each once its own sync is done,
+// with Engine.FlushTo making only its credits available. A barrier waits
+// for every batch in flight, so snapshots and state hashes see only
+// durable state.
+//
 // # Keys
 //
 // See keys.go. Journal records are keyed "j" shard(1) firstSeq(8, big

@@ -65,6 +65,16 @@ func billOrder(a, b engine.Bill) int {
 // checks every history query against the events the engine emitted, before
 // and after a restart.
 func TestHistoryMatchesEvents(t *testing.T) {
+	for _, paced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("paced=%v", paced), func(t *testing.T) {
+			testForcePace = paced
+			defer func() { testForcePace = false }()
+			testHistoryMatchesEvents(t)
+		})
+	}
+}
+
+func testHistoryMatchesEvents(t *testing.T) {
 	h := newHistModel()
 	testApplied = h.add
 	defer func() { testApplied = nil }()

@@ -25,17 +25,18 @@ const (
 )
 
 type impl struct {
-	syncPace syncPace // group commit under load (pace.go)
-	opt      Options
-	logf     func(string, ...any)
-	db       *pebble.DB
-	dbMu     sync.RWMutex // guards db against Close for history readers
-	acc      *engine.Accounts
-	mkts     []*engine.MarketSpec
-	nMarket  int      // market shards; the ledger is shard nMarket
-	shards   []*shard // market shards then the ledger
-	engines  []*engine.Engine
-	fresh    bool
+	syncPace  syncPace   // group commit under load (pace.go)
+	committer *committer // commits for the shards while syncs are paced
+	opt       Options
+	logf      func(string, ...any)
+	db        *pebble.DB
+	dbMu      sync.RWMutex // guards db against Close for history readers
+	acc       *engine.Accounts
+	mkts      []*engine.MarketSpec
+	nMarket   int      // market shards; the ledger is shard nMarket
+	shards    []*shard // market shards then the ledger
+	engines   []*engine.Engine
+	fresh     bool
 	// replayed commands and the time recover took (snapshot load + replay)
 	replayed  int
 	replayDur time.Duration
@@ -79,7 +80,6 @@ func open(o Options) (*Node, error) {
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       24,
-		WALMinSyncInterval:          x.syncPace.interval,
 	}
 	if !o.ReadOnly {
 		// WAL sync chunks record in each chunk how far the WAL was synced,
@@ -166,6 +166,7 @@ func (x *impl) start() error {
 		x.logf("journal: %s was created with %d shards; using %d, not %d", o.Dir, m.Shards, m.Shards, o.Shards)
 	}
 	x.ackBeforeSync = ackBeforeSyncForTest()
+	x.syncPace.force = testHooks && (testForcePace || os.Getenv("JOURNAL_TEST_FORCE_PACE") == "1")
 
 	// The journal must be replayed with the market rules it was applied
 	// under. If the configuration changed a stored market's rules, replay
@@ -208,6 +209,8 @@ func (x *impl) start() error {
 	if o.ReadOnly {
 		return nil
 	}
+	x.committer = newCommitter(x.db, &x.syncPace)
+	go x.committer.run()
 	for _, s := range x.shards {
 		x.wg.Add(1)
 		go s.run()
@@ -466,6 +469,7 @@ func (x *impl) close() error {
 		}
 		x.barMu.Unlock()
 		x.wg.Wait()
+		x.committer.close()
 		x.closeErr = x.closeDB()
 	})
 	return x.closeErr

@@ -13,40 +13,53 @@ import (
 // append+fdatasync loop on this machine: back to back p99.9 16-18 ms;
 // spaced 300 us apart p99.9 0.36 ms, max 1.6 ms.
 //
-// So while commits come faster than paceRateOn per second, Pebble spaces
-// WAL syncs at least paceGap apart (Options.WALMinSyncInterval, which
-// calls interval before each sync); commits that arrive meanwhile, from
-// every shard, share the next sync.
+// So while commits come faster than paceRateOn per second, shards hand
+// their batches to the committer (commit.go), which syncs at most once per
+// paceGap for all of them, and keep applying meanwhile (up to maxFlights
+// batches each in flight); each batch is answered when its sync is done.
 //
-// Pebble waits with a Go timer, and Go's scheduler, when it has nothing
-// else to do, sleeps in epoll_wait with a timeout rounded up to a whole
-// millisecond: a 300 us timer fires after ~1.07 ms here. Tried and
-// dropped (loadgen at 6,000 orders/s, 8 markets, p50/p99): spacing the
-// commits in the shard loop with a precise sleep (timerfd or nanosleep)
-// instead of Pebble's delay: 0.6/11 ms against 0.9/3.2 ms, because commits
-// of several shards then land just after one another and each needs its
-// own sync; waking the scheduler every 100 us with a periodic timerfd so
-// Pebble's timer fires on time: 1.0/4.4-5.2 ms.
+// Measured with the loadgen on this machine (8 markets, 6,000 and 14,400
+// orders/s, 8 s per run, two runs; p50/p99 ms):
+//
+//   - Pebble's WALMinSyncInterval of 300 us (before): 0.9/3.2 and 1.7/3.5.
+//     Pebble waits with a Go timer, and Go's scheduler, when idle, sleeps in
+//     epoll_wait with a timeout rounded up to a whole millisecond: a 300 us
+//     timer fires after ~1.07 ms here, and a shard blocked in its commit
+//     cannot build the next batch, so requests waited one to two cycles.
+//   - The committer, waiting with a timerfd (netpoller: 0.26 ms for 250 us),
+//     shards pipelined: gap 650 us: 0.66/0.85-0.89 and 0.73/4.6-5.1;
+//     gap 800 us: 0.81/1.54-1.59 and 0.96/1.90-1.91. Shorter gaps sync
+//     more often and the fsync stalls come back at the higher rate.
+//   - Tried and dropped: spacing commits in each shard with a precise sleep
+//     (commits of several shards then land just after one another and each
+//     needs its own sync: p99 11 ms at 6,000/s); waking the scheduler every
+//     100 us so Pebble's timer fires on time (p99 4.4-5.2 ms at 6,000/s).
 type syncPace struct {
 	commits atomic.Int64 // synced commits so far
 	at      atomic.Int64 // when the rate was last sampled (nanotime)
 	seen    atomic.Int64 // commits at that sample
 	gap     atomic.Int64 // current minimum gap between syncs (ns)
+	force   bool         // tests: always paced
 }
 
 const (
 	paceWindow  = 50 * time.Millisecond
 	paceRateOn  = 2500                   // commits/s at which syncs start to be spaced
 	paceRateOff = 1500                   // ... and below which they stop (hysteresis)
-	paceGap     = 300 * time.Microsecond // the spacing while on
+	paceGap     = 800 * time.Microsecond // between sync starts while on
 )
 
 // commit counts one synced commit.
 func (p *syncPace) commit() { p.commits.Add(1) }
 
-// interval returns the minimum gap between WAL syncs, re-deciding it from
-// the commit rate once per window.
-func (p *syncPace) interval() time.Duration { return p.intervalAt(nanotime()) }
+// interval returns the minimum gap between WAL syncs (0: not paced),
+// re-deciding it from the commit rate once per window.
+func (p *syncPace) interval() time.Duration {
+	if p.force {
+		return paceGap
+	}
+	return p.intervalAt(nanotime())
+}
 
 func (p *syncPace) intervalAt(now int64) time.Duration {
 	at := p.at.Load()

@@ -18,6 +18,10 @@ var testHooks bool
 // the journal itself costs).
 var benchNoHistory bool
 
+// testForcePace, when set (tests only), makes every commit go through
+// the committer, as under load.
+var testForcePace bool
+
 // testApplied, when set (tests only), sees every command a shard applies
 // live and what it produced, before the batch is written.
 var testApplied func(shard int, c *engine.Cmd, o *engine.Out)
@@ -32,6 +36,23 @@ var testApplied func(shard int, c *engine.Cmd, o *engine.Out)
 //     read while applying > flushed may still be taken back by a crash;
 //   - no request of a batch is answered before the batch is synced, queries
 //     included (DESIGN.md "Ack after sync").
+//
+// flight is a built batch: its Pebble batch, the requests to answer once
+// it is durable, and how far to flush the engine's credits then.
+// maxFlights bounds the batches a shard has in flight; with all of them
+// waiting for their sync, the shard waits for the oldest.
+const maxFlights = 4
+
+type flight struct {
+	wb    *pebble.Batch
+	reqs  []*Request
+	adds  []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
+	mark  int        // engine.PendingLen after the batch's last command
+	seq   uint64     // the batch's last seq
+	count int
+	pc    pendingCommit
+}
+
 type shard struct {
 	id  int
 	x   *impl
@@ -49,14 +70,17 @@ type shard struct {
 	flushed  atomic.Uint64 // last seq durable and flushed
 	stopped  atomic.Bool
 
-	wb    *pebble.Batch // reused for every drained batch
-	batch []*Request
-	adds  []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
-	out   engine.Out
-	hist  *histBatch
-	rec   []byte
-	key   []byte // scratch
-	val   []byte // scratch
+	// Batches handed to the committer and not yet answered are
+	// fl[head], ... fl[head+n-1] (mod maxFlights), oldest first; the next
+	// one is built in fl[(head+n) % maxFlights].
+	fl      [maxFlights]flight
+	head, n int
+	batch   []*Request
+	out     engine.Out
+	hist    *histBatch
+	rec     []byte
+	key     []byte // scratch
+	val     []byte // scratch
 }
 
 func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
@@ -66,8 +90,12 @@ func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
 func (s *shard) run() {
 	defer s.x.wg.Done()
 	defer s.stopped.Store(true)
-	s.wb = s.x.db.NewBatch(pebble.WithInitialSizeBytes(1<<20), pebble.WithMaxRetainedSizeBytes(64<<20))
-	defer s.wb.Close()
+	for i := range s.fl {
+		f := &s.fl[i]
+		f.wb = s.x.db.NewBatch(pebble.WithInitialSizeBytes(1<<20), pebble.WithMaxRetainedSizeBytes(64<<20))
+		defer f.wb.Close()
+		f.pc.done = make(chan struct{}, 1)
+	}
 	if s.x.opt.PinCPUs {
 		runtime.LockOSThread()
 		var set unix.CPUSet
@@ -78,9 +106,14 @@ func (s *shard) run() {
 	}
 	var idleSince int64 // nanotime when the ring was first found empty; 0: busy
 	for {
+		for s.n > 0 && s.fl[s.head].pc.fin.Load() {
+			s.finishOldest()
+		}
 		s.batch = s.q.drain(s.batch[:0], maxBatch)
 		if len(s.batch) == 0 {
-			if s.q.idle(&idleSince) {
+			if s.n > 0 {
+				s.q.park(s.fl[s.head].pc.done) // a push, or the oldest batch in flight is durable
+			} else if s.q.idle(&idleSince) {
 				s.q.park(nil)
 			}
 			continue
@@ -101,12 +134,14 @@ func (s *shard) process(b []*Request) bool {
 		}
 		s.segment(b[start:i])
 		start = i + 1
+		s.finishAll() // a barrier sees everything before it durable
 		switch r.rt.op {
 		case opBarrier:
 			r.rt.bar.arrive()
 		case opStop:
 			// Nothing can follow: Close waited for every Submit.
 			s.segment(b[start:])
+			s.finishAll()
 			return true
 		}
 	}
@@ -128,9 +163,10 @@ func (s *shard) segment(b []*Request) {
 	x := s.x
 	first := s.seq + 1
 	s.rec = appendRecordHeader(s.rec[:0], s.id, first, now)
-	wb := s.wb
+	f := &s.fl[(s.head+s.n)%maxFlights]
+	wb := f.wb
 	count := 0
-	s.adds = s.adds[:0]
+	f.adds = f.adds[:0]
 	s.hist.reset()
 	for _, r := range b {
 		if r.Query != QueryNone {
@@ -153,7 +189,7 @@ func (s *shard) segment(b []*Request) {
 		r.Out.Reject, r.Out.Order, r.Out.HasOrder, r.Out.BillID = s.out.Reject, s.out.Order, s.out.HasOrder, s.out.BillID
 		r.Seq, r.TimeMs = s.seq, now
 		if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
-			s.adds = append(s.adds, r)
+			f.adds = append(f.adds, r)
 		}
 	}
 	if count > 0 {
@@ -163,38 +199,105 @@ func (s *shard) segment(b []*Request) {
 		wb.Set(s.key, s.rec, nil)
 		s.wroteKeys.Add(uint64(wb.Count()))
 		s.wroteBytes.Add(uint64(wb.Len()))
+	}
+	paced := x.syncPace.interval() > 0 && !x.ackBeforeSync
+	if count > 0 && (paced || s.n > 0) {
+		// Pipelined: the committer syncs this batch (with other shards')
+		// at the next sync slot while the shard goes on applying.
+		f.reqs = append(f.reqs[:0], b...)
+		f.mark, f.seq, f.count = s.eng.PendingLen(), s.seq, count
+		x.syncPace.commit()
+		f.pc.wb = wb
+		x.committer.enqueue(&f.pc)
+		s.n++
+		if s.n == maxFlights {
+			s.finishOldest()
+		}
+		return
+	}
+	s.finishAll() // queries are answered after everything before them is durable
+	if count > 0 {
 		if x.ackBeforeSync {
 			// Broken on purpose (the crash test's self-check): answer
 			// before the commit, so a kill can take back acked commands.
-			s.answer(b)
+			s.answer(b, f.adds)
 			b = nil
 		}
 		x.syncPace.commit()
 		if err := wb.Commit(pebble.Sync); err != nil {
-			// The state in memory is ahead of the journal and can no longer
-			// be made durable: stopping loudly is the only honest answer.
-			panic("journal: shard " + itoa(s.id) + ": commit: " + err.Error())
+			s.commitFailed(err)
 		}
 		wb.Reset() // keeps its buffer: a drained batch is megabytes
 		x.sinceSnap.Add(int64(count))
 	}
-	s.answer(b)
+	s.answer(b, f.adds)
+}
+
+// commitFailed stops the process: the state in memory is ahead of the
+// journal and can no longer be made durable, so stopping loudly is the
+// only honest answer.
+func (s *shard) commitFailed(err error) {
+	panic("journal: shard " + itoa(s.id) + ": commit: " + err.Error())
 }
 
 // answer makes the batch's credits available (Flush), registers its new
 // users with the edge, and wakes its requests; after it the shard does not
 // touch b. Normally it runs once the batch is synced.
-func (s *shard) answer(b []*Request) {
+func (s *shard) answer(b, adds []*Request) {
 	s.eng.Flush()
 	s.flushed.Store(s.seq)
 	if f := s.x.opt.OnAddUser; f != nil && b != nil {
-		for _, r := range s.adds {
+		for _, r := range adds {
 			f(&r.Cmd)
 		}
 	}
 	for _, r := range b {
 		r.complete(nil)
 	}
+}
+
+// finishAll answers every batch in flight, oldest first.
+func (s *shard) finishAll() {
+	for s.n > 0 {
+		s.finishOldest()
+	}
+}
+
+// finishOldest waits until the oldest batch in flight is durable and
+// answers it: its credits (and only its) become available, then its
+// requests are woken.
+func (s *shard) finishOldest() {
+	f := &s.fl[s.head]
+	for !f.pc.fin.Load() {
+		<-f.pc.done
+	}
+	select { // a signal park did not consume
+	case <-f.pc.done:
+	default:
+	}
+	f.pc.fin.Store(false)
+	if f.pc.err != nil {
+		s.commitFailed(f.pc.err)
+	}
+	f.wb.Reset()
+	s.x.sinceSnap.Add(int64(f.count))
+	s.eng.FlushTo(f.mark)
+	for i := 1; i < s.n; i++ { // marks of the later batches move down
+		s.fl[(s.head+i)%maxFlights].mark -= f.mark
+	}
+	s.flushed.Store(f.seq)
+	if cb := s.x.opt.OnAddUser; cb != nil {
+		for _, r := range f.adds {
+			cb(&r.Cmd)
+		}
+	}
+	for _, r := range f.reqs {
+		r.complete(nil)
+	}
+	clear(f.reqs)
+	f.reqs = f.reqs[:0]
+	s.head = (s.head + 1) % maxFlights
+	s.n--
 }
 
 // query answers r from the engine's memory.
