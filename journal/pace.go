@@ -29,7 +29,9 @@ import (
 //   - The committer, waiting with a timerfd (netpoller: 0.26 ms for 250 us),
 //     shards pipelined: gap 650 us: 0.66/0.85-0.89 and 0.73/4.6-5.1;
 //     gap 800 us: 0.81/1.54-1.59 and 0.96/1.90-1.91. Shorter gaps sync
-//     more often and the fsync stalls come back at the higher rate.
+//     more often and the fsync stalls come back at the higher rate. At
+//     16,000/s (half of saturation in make bench): gap 700 us 0.85/3.1-4.0,
+//     750 us 0.93-0.95/1.79-1.86, 800 us 1.31-1.33/1.91-1.96.
 //   - Tried and dropped: spacing commits in each shard with a precise sleep
 //     (commits of several shards then land just after one another and each
 //     needs its own sync: p99 11 ms at 6,000/s); waking the scheduler every
@@ -46,7 +48,7 @@ const (
 	paceWindow  = 50 * time.Millisecond
 	paceRateOn  = 2500                   // commits/s at which syncs start to be spaced
 	paceRateOff = 1500                   // ... and below which they stop (hysteresis)
-	paceGap     = 800 * time.Microsecond // between sync starts while on
+	paceGap     = 750 * time.Microsecond // between sync starts while on
 )
 
 // commit counts one synced commit.
