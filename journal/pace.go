@@ -32,6 +32,11 @@ import (
 //     more often and the fsync stalls come back at the higher rate. At
 //     16,000/s (half of saturation in make bench): gap 700 us 0.85/3.1-4.0,
 //     750 us 0.93-0.95/1.79-1.86, 800 us 1.31-1.33/1.91-1.96.
+//   - Still open: a memtable flush (64 MB: every ~15 s at 14,400 orders/s)
+//     writes to the disk the WAL syncs on, and syncs wait behind it: 10-30
+//     ms spikes, p99 over 30 s 3.4-3.5 ms. Smaller memtables (16 MB: 6.4
+//     ms), no compression (more bytes: 7.1 ms) and other BytesPerSync values
+//     were worse.
 //   - Tried and dropped: spacing commits in each shard with a precise sleep
 //     (commits of several shards then land just after one another and each
 //     needs its own sync: p99 11 ms at 6,000/s); waking the scheduler every
