@@ -16,6 +16,9 @@ type bench struct {
 	out   engine.Out
 	seq   uint64
 	users int
+	// rec, when set, gets a copy of every command applied to e, as it was
+	// before Apply (BenchmarkMixed replays them on another engine)
+	rec *[]engine.Cmd
 }
 
 func newBench(tb testing.TB, users int) *bench {
@@ -32,6 +35,9 @@ func newBench(tb testing.TB, users int) *bench {
 }
 
 func (bn *bench) apply(e *engine.Engine, c engine.Cmd) {
+	if bn.rec != nil && e == bn.e {
+		*bn.rec = append(*bn.rec, c)
+	}
 	bn.seq++
 	e.Apply(&c, bn.seq, int64(bn.seq), &bn.out)
 	e.Flush()
@@ -127,6 +133,7 @@ func (x *xorshift) next() uint64 {
 type mixed struct {
 	bn      *bench
 	rnd     xorshift
+	rnd0    xorshift // rnd before the book was filled
 	target  int
 	ids     []int64 // resting order ids (some may have been filled since)
 	own     []int
@@ -143,6 +150,7 @@ const benchMid = 3_000_000
 func newMixed(tb testing.TB, target int) *mixed {
 	mx := &mixed{bn: newBench(tb, 1000), rnd: 88172645463325252, target: target,
 		ids: make([]int64, 0, 4*target), own: make([]int, 0, 4*target), alive: make([]bool, 1, 1<<24)}
+	mx.rnd0 = mx.rnd
 	for mx.bn.e.WorkingOrders() < target {
 		mx.limit(mx.rnd.next(), false)
 		mx.track()
@@ -231,20 +239,61 @@ func ui0(r uint64) int { return int(r>>32) % 1000 }
 
 // BenchmarkMixed: one command of the mixed stream per op over a book of
 // about 10k resting orders, Apply plus Flush as the shard loop does.
+//
+// The stream is generated ahead, as exchange-core's benchmarks do: a
+// generator engine runs the mixed driver (which picks what to cancel from
+// what its engine answered) and records each command, untimed, in chunks;
+// the measured engine, built identically, applies the recorded chunk. So
+// the time is the engine's, not the driver's bookkeeping, and both
+// engines must end in the same state (checked).
 func BenchmarkMixed(b *testing.B) {
 	mx := newMixed(b, 10_000)
-	for i := 0; i < 200_000; i++ { // warm-up
-		mx.step()
+	run := newBench(b, 1000)
+	var cmds []engine.Cmd
+	mx.bn.rec = &cmds
+	replay := func() (trades int) {
+		for i := range cmds {
+			run.seq++
+			run.e.Apply(&cmds[i], run.seq, int64(run.seq), &run.out)
+			run.e.Flush()
+			trades += len(run.out.Trades)
+		}
+		return trades
 	}
+	// the setup (newMixed filled its book before recording) once more, by
+	// the generator's seeds: rebuild it on run from the same driver
+	setup := newMixed(b, 0)
+	setup.bn = run
+	setup.rnd = mx.rnd0
+	for run.e.WorkingOrders() < mx.target {
+		setup.limit(setup.rnd.next(), false)
+	}
+	run.seq = mx.bn.seq
+	gen := func(n int) {
+		cmds = cmds[:0]
+		for i := 0; i < n; i++ {
+			mx.step()
+		}
+	}
+	for i := 0; i < 4; i++ { // warm-up: 200k commands
+		gen(50_000)
+		replay()
+	}
+	const chunk = 1 << 16
 	trades := 0
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		mx.step()
-		trades += len(mx.bn.out.Trades)
+	for done := 0; done < b.N; done += len(cmds) {
+		b.StopTimer()
+		gen(min(chunk, b.N-done))
+		b.StartTimer()
+		trades += replay()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(mx.bn.e.WorkingOrders()), "resting")
+	if got, want := engine.StateHash(run.cl.Acc, run.cl.All), engine.StateHash(mx.bn.cl.Acc, mx.bn.cl.All); got != want {
+		b.Fatalf("measured engine's state hash %x differs from the generator's %x", got, want)
+	}
+	b.ReportMetric(float64(run.e.WorkingOrders()), "resting")
 	b.ReportMetric(float64(trades)/float64(b.N), "trades/op")
 	b.ReportMetric(float64(mx.hits)/float64(max(mx.cancels, 1)), "cancel-hit-rate")
 }

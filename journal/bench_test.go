@@ -168,8 +168,9 @@ func benchDurable(b *testing.B, batch, users int) {
 					}
 					reqs = append(reqs, r)
 				}
+				dl := deadline()
 				for _, r := range reqs {
-					if err := r.Wait(deadline()); err != nil {
+					if err := r.Wait(dl); err != nil {
 						b.Fatal(err)
 					}
 					if r.Out.Reject != engine.OK {
