@@ -28,7 +28,6 @@ type Engine struct {
 
 	pool pool
 	lvls levels
-	byID idmap // order id -> handle
 
 	// pending credits to available balances, applied by Flush once the
 	// batch is durable (see Accounts).
@@ -62,6 +61,7 @@ type market struct {
 	last      Price // last trade price, 0 before the first trade
 	nextOrder int64 // order sequence: ids are nextOrder<<10 | id
 	nextTrade int64
+	ids       ordIndex   // order id -> handle of working orders
 	cids      idmap      // client id hash -> chain of orders (via cnext)
 	users     idmap      // user+1 -> index in lists
 	lists     []userList // each user's working orders, oldest first

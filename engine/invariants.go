@@ -32,8 +32,12 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 			}
 			live += n
 		}
-		if live != e.pool.live || live != e.byID.len() {
-			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, e.byID.len())
+		indexed := 0
+		for _, m := range e.owned {
+			indexed += m.ids.len()
+		}
+		if live != e.pool.live || live != indexed {
+			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, indexed)
 		}
 	}
 	sum := make([]Amount, acc.nc)
@@ -83,7 +87,7 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 				if e.lookup(m, o.user, 0, o.cid.Bytes()) != h || o.cidGen != (x && gid == o.id) {
 					return 0, fmt.Errorf("engine: %s: order %d is not found by its client id", s.Symbol, o.id)
 				}
-				if h2, ok := e.byID.get(uint64(o.id)); !ok || handle(h2) != h {
+				if m.ids.get(&e.pool, o.id) != h {
 					return 0, fmt.Errorf("engine: %s: order %d is not indexed", s.Symbol, o.id)
 				}
 				var want Amount

@@ -19,14 +19,11 @@ func (e *Engine) cancel(c *Cmd) Reject {
 // is 0. Another user's order is not found.
 func (e *Engine) lookup(m *market, u UserIdx, id int64, cid []byte) handle {
 	if id != 0 {
-		v, ok := e.byID.get(uint64(id))
-		if !ok || id <= 0 {
+		h := m.ids.get(&e.pool, id)
+		if h == 0 || e.pool.get(h).user != u {
 			return 0
 		}
-		if o := e.pool.get(handle(v)); o.user != u || o.market != m.spec.ID {
-			return 0
-		}
-		return handle(v)
+		return h
 	}
 	if len(cid) == 0 {
 		return 0
@@ -36,9 +33,9 @@ func (e *Engine) lookup(m *market, u UserIdx, id int64, cid []byte) handle {
 	}
 	// A generated id is not indexed: it names its order.
 	if gid, ok := generatedForm(cid); ok {
-		if v, ok := e.byID.get(uint64(gid)); ok {
-			if o := e.pool.get(handle(v)); o.user == u && o.market == m.spec.ID && o.cidGen {
-				return handle(v)
+		if h := m.ids.get(&e.pool, gid); h != 0 {
+			if o := e.pool.get(h); o.user == u && o.cidGen {
+				return h
 			}
 		}
 	}

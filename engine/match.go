@@ -282,7 +282,7 @@ func (e *Engine) index(m *market, h handle, o *order) {
 			m.xForm++
 		}
 	}
-	e.byID.put(uint64(o.id), int32(h))
+	m.ids.put(&e.pool, o.id, h)
 }
 
 // remove takes working order o (handle h) out of the book and every index,
@@ -330,7 +330,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	if !o.cidGen {
 		e.unindexCID(m, h, o)
 	}
-	e.byID.del(uint64(o.id))
+	m.ids.del(o.id, h)
 
 	e.credit(o.user, coin, o.reserved)
 	o.reserved = 0
