@@ -329,11 +329,11 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, m.spec.Symbol)
 		r := el.req
-		if r != nil && r.Out.Reject == engine.OK && r.Out.HasOrder {
+		if r != nil && r.Out.Reject == engine.OK && r.HasOrder {
 			b = append(b, `,"orderId":`...)
-			b = appendInt(b, r.Out.Order.OrderID)
+			b = appendInt(b, r.Order.OrderID)
 			b = append(b, `,"clientOrderId":`...)
-			b = appendString(b, r.Out.Order.ClientID.Bytes())
+			b = appendString(b, r.Order.ClientID.Bytes())
 			b = append(b, `,"transactTime":`...)
 			b = appendInt(b, r.TimeMs)
 			b = append(b, '}')
@@ -393,10 +393,10 @@ func handlePlace(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 		return e
 	}
 	defer journal.ReleaseRequest(r)
-	if r.Out.Reject != engine.OK || !r.Out.HasOrder {
+	if r.Out.Reject != engine.OK || !r.HasOrder {
 		return rejectErrs[r.Out.Reject]
 	}
-	st.buf = appendPlaced(st.buf, m, &r.Out.Order, r.TimeMs)
+	st.buf = appendPlaced(st.buf, m, &r.Order, r.TimeMs)
 	return nil
 }
 
@@ -508,10 +508,10 @@ func handleCancel(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 		return e
 	}
 	defer journal.ReleaseRequest(r)
-	if r.Out.Reject != engine.OK || !r.Out.HasOrder {
+	if r.Out.Reject != engine.OK || !r.HasOrder {
 		return rejectErrs[r.Out.Reject]
 	}
-	st.buf = appendOrder(st.buf, m, &r.Out.Order)
+	st.buf = appendOrder(st.buf, m, &r.Order)
 	return nil
 }
 
@@ -548,12 +548,12 @@ func handleCancelAll(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 			if r == nil || s.wait(r) != nil {
 				continue
 			}
-			if r.Out.Reject == engine.OK && r.Out.HasOrder {
+			if r.Out.Reject == engine.OK && r.HasOrder {
 				if !first {
 					b = append(b, ',')
 				}
 				first = false
-				b = appendOrder(b, m, &r.Out.Order)
+				b = appendOrder(b, m, &r.Order)
 			}
 			journal.ReleaseRequest(r)
 		}
@@ -688,8 +688,8 @@ func handleCancelBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 		if r != nil && s.wait(r) != nil {
 			r = nil
 		}
-		if r != nil && r.Out.Reject == engine.OK && r.Out.HasOrder {
-			b = appendOrder(b, mk[i], &r.Out.Order)
+		if r != nil && r.Out.Reject == engine.OK && r.HasOrder {
+			b = appendOrder(b, mk[i], &r.Order)
 		} else {
 			if i < nIDs {
 				b = append(b, `{"orderId":`...)

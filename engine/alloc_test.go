@@ -73,7 +73,7 @@ func TestAllocsHotPath(t *testing.T) {
 		k++
 		// resting, then cancelled by id
 		bn.apply(bn.e, bn.limit(k, engine.Buy, engine.GTC, mid-3, 10))
-		id := bn.out.Order.OrderID
+		id := bn.out.Order().OrderID
 		ui, uid := bn.user(k)
 		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: id})
 		if bn.out.Reject != engine.OK {
@@ -88,7 +88,7 @@ func TestAllocsHotPath(t *testing.T) {
 		// a crossing order that trades and rests its remainder, then is cancelled
 		bn.apply(bn.e, bn.limit(k+2, engine.Buy, engine.GTC, mid, 10))
 		bn.apply(bn.e, bn.limit(k+3, engine.Sell, engine.GTC, mid, 15))
-		id = bn.out.Order.OrderID
+		id = bn.out.Order().OrderID
 		ui, uid = bn.user(k + 3)
 		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: id})
 		if bn.out.Reject != engine.OK {
@@ -171,8 +171,8 @@ func (mx *mixed) limit(r uint64, cross bool) {
 	} else {
 		bn.apply(bn.e, bn.limit(u, engine.Sell, engine.GTC, benchMid+off, q))
 	}
-	if bn.out.Order.Status.Working() && len(mx.ids) < cap(mx.ids) {
-		mx.ids = append(mx.ids, bn.out.Order.OrderID)
+	if v := bn.out.Order(); v != nil && v.Status.Working() && len(mx.ids) < cap(mx.ids) {
+		mx.ids = append(mx.ids, v.OrderID)
 		mx.own = append(mx.own, u)
 	}
 }
@@ -308,7 +308,7 @@ func BenchmarkPlaceCancel(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-5, 10))
 		ui, uid := bn.user(i)
-		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: bn.out.Order.OrderID})
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: bn.out.Order().OrderID})
 	}
 }
 

@@ -47,7 +47,7 @@ func TestFOKIsAllOrNothingAtFillBound(t *testing.T) {
 	c := engine.Cmd{Kind: engine.CmdPlace, UID: 10, User: u, Market: 2, Side: engine.Buy, Type: engine.Limit,
 		TIF: engine.FOK, Price: 5000, Qty: engine.MaxFillsPerOrder}
 	h.step(c) // compares with the reference model, which expires it unfilled
-	o := h.eo.Order
+	o := h.eo.Order()
 	if h.eo.Reject != engine.OK || (o.ExecutedQty != 0 && o.ExecutedQty != o.OrigQty) {
 		t.Errorf("FOK for %d behind one own order and %d others: got %v, status %d, executed %d of %d; want all or nothing",
 			c.Qty, engine.MaxFillsPerOrder, h.eo.Reject, o.Status, o.ExecutedQty, o.OrigQty)
@@ -68,7 +68,7 @@ func TestIOCStopsAtFillBound(t *testing.T) {
 		if !h.step(c) {
 			continue
 		}
-		o := h.eo.Order
+		o := h.eo.Order()
 		if o.ExecutedQty != engine.MaxFillsPerOrder || o.Status != engine.StatusExpired || len(h.eo.Trades) != engine.MaxFillsPerOrder {
 			t.Errorf("TIF %d for %d over %d one-step asks: got status %d, executed %d, %d trades; want EXPIRED after %d",
 				tif, c.Qty, engine.MaxFillsPerOrder+5, o.Status, o.ExecutedQty, len(h.eo.Trades), engine.MaxFillsPerOrder)

@@ -381,7 +381,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	if c.Type == Market {
 		v.Price = 0
 	}
-	e.out.Order, e.out.HasOrder = *v, true
+	e.out.OrderAt = len(e.out.Updates)
 	if !o.status.Working() {
 		e.pool.release(h)
 	}

@@ -5,10 +5,9 @@ package engine
 type Out struct {
 	// Reject is OK when the command was accepted.
 	Reject Reject
-	// Order is the state of the order the command placed or cancelled, after
-	// the command (valid when HasOrder).
-	Order    OrderView
-	HasOrder bool
+	// OrderAt is 1 + the index in Updates of the state, after the command,
+	// of the order the command placed or cancelled (0: none). See Order.
+	OrderAt int
 	// BillID is the id of the bill a deposit or withdrawal wrote.
 	BillID uint64
 	// Updates holds one entry per order whose state the command changed
@@ -22,11 +21,20 @@ type Out struct {
 // Reset empties o, keeping its buffers.
 func (o *Out) Reset() {
 	o.Reject = OK
-	o.HasOrder = false
+	o.OrderAt = 0
 	o.BillID = 0
 	o.Updates = o.Updates[:0]
 	o.Trades = o.Trades[:0]
 	o.Bills = o.Bills[:0]
+}
+
+// Order returns the state, after the command, of the order the command
+// placed or cancelled (one of Updates), or nil.
+func (o *Out) Order() *OrderView {
+	if o.OrderAt == 0 {
+		return nil
+	}
+	return &o.Updates[o.OrderAt-1]
 }
 
 // OrderView is an order's full state as clients see it.

@@ -11,7 +11,7 @@ func (e *Engine) cancel(c *Cmd) Reject {
 		return RejectUnknownOrder
 	}
 	e.remove(m, h, e.pool.get(h), StatusCanceled)
-	e.out.Order, e.out.HasOrder = e.out.Updates[len(e.out.Updates)-1], true
+	e.out.OrderAt = len(e.out.Updates)
 	return OK
 }
 

@@ -77,7 +77,7 @@ func (h *harness) step(c engine.Cmd) bool {
 		h.rejects[h.eo.Reject]++
 	}
 	h.trades += len(h.eo.Trades)
-	if h.eo.HasOrder && h.eo.Order.Status == engine.StatusExpired {
+	if h.eo.Order() != nil && h.eo.Order().Status == engine.StatusExpired {
 		h.expired++
 	}
 	return true
@@ -106,11 +106,8 @@ func diffOut(got, want *engine.Out) string {
 	if got.Reject != want.Reject {
 		return fmt.Sprintf("reject: got %v, want %v", got.Reject, want.Reject)
 	}
-	if got.HasOrder != want.HasOrder {
-		return fmt.Sprintf("HasOrder: got %v, want %v", got.HasOrder, want.HasOrder)
-	}
-	if got.HasOrder && got.Order != want.Order {
-		return fmt.Sprintf("Order: got %+v, want %+v", got.Order, want.Order)
+	if got.OrderAt != want.OrderAt {
+		return fmt.Sprintf("OrderAt: got %v, want %v", got.OrderAt, want.OrderAt)
 	}
 	if got.BillID != want.BillID {
 		return fmt.Sprintf("BillID: got %#x, want %#x", got.BillID, want.BillID)

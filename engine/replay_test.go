@@ -129,8 +129,8 @@ func TestConcurrentShardsReplay(t *testing.T) {
 				seq := uint64(setupSeq + i + 1)
 				e.Apply(&c, seq, int64(seq), &out)
 				e.Flush()
-				if out.HasOrder && out.Reject == engine.OK && c.Kind == engine.CmdPlace {
-					placed[c.Market] = out.Order.OrderID >> 10
+				if v := out.Order(); v != nil && out.Reject == engine.OK && c.Kind == engine.CmdPlace {
+					placed[c.Market] = v.OrderID >> 10
 				}
 				journals[s] = append(journals[s], journaled{c: c, seq: seq, ts: int64(seq), out: copyOut(&out)})
 			}

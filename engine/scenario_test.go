@@ -368,8 +368,8 @@ func (s *scenario) run(out []byte, line, path string, lineNo int) []byte {
 	s.h.step(c) // reports a disagreement with the reference model
 
 	eo := &s.h.eo
-	if eo.HasOrder && (len(eo.Updates) == 0 || eo.Order != eo.Updates[len(eo.Updates)-1]) {
-		t.Errorf("%s:%d: Out.Order %+v is not the last update", path, lineNo, eo.Order)
+	if eo.OrderAt != 0 && eo.OrderAt != len(eo.Updates) {
+		t.Errorf("%s:%d: Out.Order %+v is not the last update", path, lineNo, eo.Order())
 	}
 	for _, tr := range eo.Trades {
 		if tr.TimeMs != s.h.ts {

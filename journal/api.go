@@ -62,7 +62,9 @@ type Request struct {
 	Query Query
 
 	// Results, valid once Wait returned nil.
-	Out        engine.Out // Reject, Order/HasOrder, BillID; Updates/Trades/Bills are not kept
+	Out        engine.Out       // Reject and BillID; Updates/Trades/Bills are not kept
+	Order      engine.OrderView // the order placed, cancelled or asked for (when HasOrder)
+	HasOrder   bool
 	Orders     []engine.OrderView
 	Bids, Asks []engine.Level
 	Last       engine.Price

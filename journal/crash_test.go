@@ -174,8 +174,8 @@ func crashWorker(n *Node, run string, w int, rng *rand.Rand, users []engine.User
 			err := r.Wait(time.Now().Add(5 * time.Second))
 			if err == nil {
 				out.printf("A %s %d %d", tags[i], n.shardOf(&r.Cmd).id, r.Seq)
-				if r.Cmd.Kind == engine.CmdPlace && r.Out.HasOrder && r.Out.Order.Status.Working() && len(working) < 64 {
-					working = append(working, engine.Cmd{Market: r.Cmd.Market, User: r.Cmd.User, UID: r.Cmd.UID, OrderID: r.Out.Order.OrderID})
+				if r.Cmd.Kind == engine.CmdPlace && r.HasOrder && r.Order.Status.Working() && len(working) < 64 {
+					working = append(working, engine.Cmd{Market: r.Cmd.Market, User: r.Cmd.User, UID: r.Cmd.UID, OrderID: r.Order.OrderID})
 				}
 			}
 			ReleaseRequest(r)

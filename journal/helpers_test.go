@@ -72,6 +72,9 @@ func do(tb testing.TB, n *Node, c engine.Cmd) (engine.Out, uint64) {
 		tb.Fatalf("wait %+v: %v", c, err)
 	}
 	out, seq := r.Out, r.Seq
+	if r.HasOrder { // as the engine answered it: the order is its only update kept
+		out.Updates, out.OrderAt = []engine.OrderView{r.Order}, 1
+	}
 	ReleaseRequest(r)
 	return out, seq
 }

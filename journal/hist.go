@@ -146,7 +146,7 @@ func (h *histBatch) add(c *engine.Cmd, o *engine.Out, seqOff uint64) {
 			h.orders[k] = *u
 		case ok:
 			h.later[^k] = *u
-		case c.Kind == engine.CmdPlace && o.HasOrder && u.OrderID == o.Order.OrderID:
+		case c.Kind == engine.CmdPlace && i == o.OrderAt-1:
 			// the order this command created
 			h.seen.put(u.OrderID, int32(len(h.orders)))
 			if !generatedCID(u) {

@@ -122,8 +122,8 @@ func testHistoryMatchesEvents(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					if r.Cmd.Kind == engine.CmdPlace && r.Out.HasOrder {
-						mine = append(mine, r.Out.Order.OrderID)
+					if r.Cmd.Kind == engine.CmdPlace && r.HasOrder {
+						mine = append(mine, r.Order.OrderID)
 					}
 					ReleaseRequest(r)
 				}

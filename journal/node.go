@@ -421,7 +421,7 @@ func (x *impl) order(u engine.UserIdx, uid int64, m engine.MarketID, orderID int
 	if err != nil {
 		return engine.OrderView{}, false, err
 	}
-	v, ok := r.Out.Order, r.Out.HasOrder
+	v, ok := r.Order, r.HasOrder
 	releaseRequest(r)
 	if ok {
 		return v, true, nil

@@ -35,14 +35,14 @@ func TestNodeBasics(t *testing.T) {
 	buy.Text.Set([]byte("a-1"))
 	out, _ := do(t, n, buy)
 	mustOK(t, "buy", out)
-	buyID := out.Order.OrderID
+	buyID := out.Order().OrderID
 	sell := engine.Cmd{Kind: engine.CmdPlace, User: b, UID: 200, Market: 0, Side: engine.Sell, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 2000}
 	out, _ = do(t, n, sell)
 	mustOK(t, "sell", out)
-	if out.Order.Status != engine.StatusFilled {
-		t.Fatalf("sell status: got %v, want filled", out.Order.Status)
+	if out.Order().Status != engine.StatusFilled {
+		t.Fatalf("sell status: got %v, want filled", out.Order().Status)
 	}
-	sellID := out.Order.OrderID
+	sellID := out.Order().OrderID
 
 	oo, err := n.OpenOrders(a, 100, engine.AllMarkets, deadline(), nil)
 	if err != nil || len(oo) != 1 || oo[0].OrderID != buyID || oo[0].ExecutedQty != 2000 {

@@ -57,8 +57,8 @@ func randomLoad(t testing.TB, n *Node, workers, perWorker int, seed int64) {
 				for _, r := range reqs {
 					if err := r.Wait(deadline()); err != nil {
 						t.Error(err)
-					} else if r.Cmd.Kind == engine.CmdPlace && r.Out.HasOrder && r.Out.Order.Status.Working() && len(working) < 64 {
-						working = append(working, engine.Cmd{Market: r.Cmd.Market, User: r.Cmd.User, UID: r.Cmd.UID, OrderID: r.Out.Order.OrderID})
+					} else if r.Cmd.Kind == engine.CmdPlace && r.HasOrder && r.Order.Status.Working() && len(working) < 64 {
+						working = append(working, engine.Cmd{Market: r.Cmd.Market, User: r.Cmd.User, UID: r.Cmd.UID, OrderID: r.Order.OrderID})
 					}
 					ReleaseRequest(r)
 				}

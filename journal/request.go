@@ -65,7 +65,7 @@ func (r *Request) reset() {
 	r.Cmd = engine.Cmd{}
 	r.Query = QueryNone
 	r.Out.Reset()
-	r.Out.Order = engine.OrderView{}
+	r.Order = engine.OrderView{}
 	r.Orders = r.Orders[:0]
 	r.Bids = r.Bids[:0]
 	r.Asks = r.Asks[:0]

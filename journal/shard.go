@@ -186,7 +186,10 @@ func (s *shard) segment(b []*Request) {
 		if !benchNoHistory {
 			s.history(wb, c, s.seq-first)
 		}
-		r.Out.Reject, r.Out.Order, r.Out.HasOrder, r.Out.BillID = s.out.Reject, s.out.Order, s.out.HasOrder, s.out.BillID
+		r.Out.Reject, r.Out.BillID, r.HasOrder = s.out.Reject, s.out.BillID, s.out.OrderAt != 0
+		if r.HasOrder {
+			r.Order = s.out.Updates[s.out.OrderAt-1]
+		}
 		r.Seq, r.TimeMs = s.seq, now
 		if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
 			f.adds = append(f.adds, r)
@@ -307,9 +310,9 @@ func (s *shard) query(r *Request) {
 	case QueryOpenOrders:
 		r.Orders = s.eng.OpenOrders(c.User, c.Market, r.Orders[:0])
 	case QueryOrder:
-		r.Out.Order, r.Out.HasOrder = s.eng.Order(c.User, c.Market, c.OrderID, c.Text.Bytes())
-		if r.Out.HasOrder && r.Out.Order.UID != c.UID {
-			r.Out.Order, r.Out.HasOrder = engine.OrderView{}, false
+		r.Order, r.HasOrder = s.eng.Order(c.User, c.Market, c.OrderID, c.Text.Bytes())
+		if r.HasOrder && r.Order.UID != c.UID {
+			r.Order, r.HasOrder = engine.OrderView{}, false
 		}
 	case QueryDepth:
 		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])

@@ -78,9 +78,9 @@ func (p *Printer) Out(b []byte, out *engine.Out) []byte {
 		b = append(b, out.Reject.String()...)
 	} else {
 		b = append(b, "accepted"...)
-		if out.HasOrder {
+		if v := out.Order(); v != nil {
 			b = append(b, " order="...)
-			b = strconv.AppendInt(b, out.Order.OrderID, 10)
+			b = strconv.AppendInt(b, v.OrderID, 10)
 		}
 		if out.BillID != 0 {
 			b = append(b, " bill="...)

@@ -11,7 +11,7 @@
 // Event conventions Ref reproduces (the engine documents or fixes them):
 //   - place: Out.Updates lists every maker change in the order it happened
 //     (a maker expired by self-trade prevention, a maker that traded), then
-//     the taker's final state, which is also Out.Order. A market order's view
+//     the taker's final state, which is also Out.Order(). A market order's view
 //     shows price 0 and time in force IOC.
 //   - one fill writes, in this order and skipping zero changes: buyer
 //     trade_out quote, buyer trade_in base (fee in base), seller trade_out
@@ -526,7 +526,7 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 		v.Price = 0
 	}
 	r.out.Updates = append(r.out.Updates, v)
-	r.out.Order, r.out.HasOrder = v, true
+	r.out.OrderAt = len(r.out.Updates)
 	return engine.OK
 }
 
@@ -683,7 +683,7 @@ func (r *Ref) cancel(c *engine.Cmd) engine.Reject {
 		}
 		if c.OrderID != 0 && o.ID == c.OrderID || c.OrderID == 0 && cid != "" && o.CID == cid {
 			r.remove(m, i, engine.StatusCanceled)
-			r.out.Order, r.out.HasOrder = r.out.Updates[len(r.out.Updates)-1], true
+			r.out.OrderAt = len(r.out.Updates)
 			return engine.OK
 		}
 	}
