@@ -117,7 +117,7 @@ func Open(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	if err := s.bootstrap(node.Fresh()); err != nil {
+	if err := s.bootstrap(node.Seeding()); err != nil {
 		node.Close()
 		return nil, err
 	}
@@ -140,7 +140,11 @@ func (s *Server) onAddUser(c *engine.Cmd) {
 
 const seedLen = 32
 
-func (s *Server) bootstrap(fresh bool) error {
+// bootstrap registers the fee account and the config's users (those not
+// yet registered) and, while the directory is seeding (new, or its first
+// start was cut short), credits the config's deposits not yet credited,
+// then marks seeding done.
+func (s *Server) bootstrap(seeding bool) error {
 	acc := s.node.Accounts()
 	add := func(uid int64, broker bool, ref int64) error {
 		if _, ok := acc.Lookup(uid); ok {
@@ -172,12 +176,18 @@ func (s *Server) bootstrap(fresh bool) error {
 			return fmt.Errorf("edge: uid %d not registered", u.UID)
 		}
 		s.keys.add(newCred(u.UID, idx, u.APIKey, u.SecretKey, u.Passphrase, u.UIDWeight))
-		if !fresh {
+		if !seeding {
 			continue
 		}
 		for ci, co := range s.cfg.Coins { // config order: deterministic
 			amt, ok := u.Deposits[co.Coin]
 			if !ok {
+				continue
+			}
+			// Before seeding is done nothing but these deposits moves
+			// money (nothing is served yet), so a balance means that an
+			// earlier start credited it before it was cut short.
+			if avail, frozen := acc.Balance(idx, engine.CoinID(ci)); avail+frozen != 0 {
 				continue
 			}
 			v, _ := engine.ParseFixed([]byte(amt), co.Scale)
@@ -192,6 +202,9 @@ func (s *Server) bootstrap(fresh bool) error {
 				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, rej)
 			}
 		}
+	}
+	if seeding {
+		return s.node.Seeded()
 	}
 	return nil
 }

@@ -17,6 +17,10 @@ type meta struct {
 	FeeUID  int64                `json:"feeUid"`
 	Coins   []engine.Coin        `json:"coins"`
 	Markets []*engine.MarketSpec `json:"markets"`
+	// Seeding is set when the directory is created and cleared by
+	// Node.Seeded once its owner has applied its initial commands (the
+	// config's deposits): a crash in between leaves it set.
+	Seeding bool `json:"seeding,omitempty"`
 }
 
 // metaVersion 2: history in blocks (keys.go); a version 1 directory (one
@@ -75,7 +79,7 @@ func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID i
 			return nil, fmt.Errorf("journal: market %s has id %d in the journal, %d configured", s.Symbol, s.ID, id)
 		}
 	}
-	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: markets}, nil
+	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: markets, Seeding: m.Seeding}, nil
 }
 
 func (m *meta) encode() []byte {

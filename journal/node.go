@@ -37,6 +37,8 @@ type impl struct {
 	shards    []*shard // market shards then the ledger
 	engines   []*engine.Engine
 	fresh     bool
+	meta      *meta      // as stored (Seeded rewrites it)
+	metaMu    sync.Mutex // guards meta
 	// replayed commands and the time recover took (snapshot load + replay)
 	replayed  int
 	replayDur time.Duration
@@ -147,7 +149,7 @@ func (x *impl) start() error {
 		if s > maxMarketShards {
 			return fmt.Errorf("journal: %d shards, at most %d", s, maxMarketShards)
 		}
-		m = &meta{Version: metaVersion, Shards: s}
+		m = &meta{Version: metaVersion, Shards: s, Seeding: true}
 	default:
 		return fmt.Errorf("journal: read meta: %v", err)
 	}
@@ -201,6 +203,7 @@ func (x *impl) start() error {
 			s.flushed.Store(s.seq)
 		}
 	}
+	x.meta = nm
 	if !o.ReadOnly {
 		if err := x.db.Set([]byte{pfxMeta}, nm.encode(), pebble.Sync); err != nil {
 			return fmt.Errorf("journal: write meta: %v", err)
@@ -245,8 +248,36 @@ func (x *impl) build(specs []*engine.MarketSpec) {
 	}
 }
 
-// Fresh reports whether Open created the data directory's journal.
-func (n *Node) Fresh() bool { return n.fresh }
+// Seeding reports whether the data directory is new: created by this Open,
+// or by an earlier one whose owner did not get to call Seeded (it may have
+// applied part of its initial commands before a crash).
+func (n *Node) Seeding() bool {
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	return n.meta.Seeding
+}
+
+// Seeded records, durably, that the owner has applied its initial
+// commands: later Opens report Seeding false.
+func (n *Node) Seeded() error {
+	n.metaMu.Lock()
+	defer n.metaMu.Unlock()
+	if !n.meta.Seeding {
+		return nil
+	}
+	m := *n.meta
+	m.Seeding = false
+	n.dbMu.RLock()
+	defer n.dbMu.RUnlock()
+	if n.db == nil {
+		return ErrClosed
+	}
+	if err := n.db.Set([]byte{pfxMeta}, m.encode(), pebble.Sync); err != nil {
+		return fmt.Errorf("journal: write meta: %v", err)
+	}
+	n.meta = &m
+	return nil
+}
 
 // Replayed returns how many journaled commands Open replayed and how long
 // loading the snapshot and replaying took.

@@ -17,8 +17,8 @@ func TestNodeBasics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !n.Fresh() || n.Shards() != 2 {
-		t.Fatalf("fresh %v shards %d, want true 2", n.Fresh(), n.Shards())
+	if !n.Seeding() || n.Shards() != 2 {
+		t.Fatalf("seeding %v shards %d, want true 2", n.Seeding(), n.Shards())
 	}
 	addUser(t, n, feeUID)
 	a := addUser(t, n, 100)
@@ -101,8 +101,11 @@ func TestNodeBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	if n.Fresh() {
-		t.Fatal("reopened node says fresh")
+	if !n.Seeding() {
+		t.Fatal("reopened node says seeded, but Seeded was never called")
+	}
+	if err := n.Seeded(); err != nil {
+		t.Fatal(err)
 	}
 	gotBal, _ := n.Balances(a, deadline(), nil)
 	if len(gotBal) != len(wantBal) {
@@ -376,5 +379,28 @@ func TestRulesChange(t *testing.T) {
 	n.Close()
 	if h1 != h2 {
 		t.Fatalf("hash after a second restart: got %s, want %s", hashString(h2), hashString(h1))
+	}
+}
+
+// TestSeeded: a new directory is seeding until Seeded, across reopens (a
+// crash before Seeded), and no longer after it.
+func TestSeeded(t *testing.T) {
+	dir := t.TempDir()
+	for i, want := range []bool{true, true, false, false} {
+		n, err := Open(testOptions(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Seeding(); got != want {
+			t.Fatalf("open %d: Seeding() = %v, want %v", i, got, want)
+		}
+		if i == 1 {
+			if err := n.Seeded(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
