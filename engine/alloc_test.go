@@ -133,7 +133,6 @@ func (x *xorshift) next() uint64 {
 type mixed struct {
 	bn      *bench
 	rnd     xorshift
-	rnd0    xorshift // rnd before the book was filled
 	target  int
 	ids     []int64 // resting order ids (some may have been filled since)
 	own     []int
@@ -147,10 +146,12 @@ type mixed struct {
 
 const benchMid = 3_000_000
 
-func newMixed(tb testing.TB, target int) *mixed {
-	mx := &mixed{bn: newBench(tb, 1000), rnd: 88172645463325252, target: target,
+func newMixed(tb testing.TB, target int) *mixed { return mixedOn(newBench(tb, 1000), target) }
+
+// mixedOn fills bn's book to target orders and returns the driver.
+func mixedOn(bn *bench, target int) *mixed {
+	mx := &mixed{bn: bn, rnd: 88172645463325252, target: target,
 		ids: make([]int64, 0, 4*target), own: make([]int, 0, 4*target), alive: make([]bool, 1, 1<<24)}
-	mx.rnd0 = mx.rnd
 	for mx.bn.e.WorkingOrders() < target {
 		mx.limit(mx.rnd.next(), false)
 		mx.track()
@@ -247,10 +248,10 @@ func ui0(r uint64) int { return int(r>>32) % 1000 }
 // the time is the engine's, not the driver's bookkeeping, and both
 // engines must end in the same state (checked).
 func BenchmarkMixed(b *testing.B) {
-	mx := newMixed(b, 10_000)
-	run := newBench(b, 1000)
+	gen, run := newBench(b, 1000), newBench(b, 1000)
 	var cmds []engine.Cmd
-	mx.bn.rec = &cmds
+	gen.rec = &cmds
+	mx := mixedOn(gen, 10_000) // the book's setup is recorded too
 	replay := func() (trades int) {
 		for i := range cmds {
 			run.seq++
@@ -260,23 +261,15 @@ func BenchmarkMixed(b *testing.B) {
 		}
 		return trades
 	}
-	// the setup (newMixed filled its book before recording) once more, by
-	// the generator's seeds: rebuild it on run from the same driver
-	setup := newMixed(b, 0)
-	setup.bn = run
-	setup.rnd = mx.rnd0
-	for run.e.WorkingOrders() < mx.target {
-		setup.limit(setup.rnd.next(), false)
-	}
-	run.seq = mx.bn.seq
-	gen := func(n int) {
+	replay()
+	generate := func(n int) {
 		cmds = cmds[:0]
 		for i := 0; i < n; i++ {
 			mx.step()
 		}
 	}
 	for i := 0; i < 4; i++ { // warm-up: 200k commands
-		gen(50_000)
+		generate(50_000)
 		replay()
 	}
 	const chunk = 1 << 16
@@ -285,7 +278,7 @@ func BenchmarkMixed(b *testing.B) {
 	b.ResetTimer()
 	for done := 0; done < b.N; done += len(cmds) {
 		b.StopTimer()
-		gen(min(chunk, b.N-done))
+		generate(min(chunk, b.N-done))
 		b.StartTimer()
 		trades += replay()
 	}
