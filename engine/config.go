@@ -216,6 +216,6 @@ func (m *MarketSpec) BaseAmount(q Qty) (Amount, bool) {
 
 // Fee returns floor(amount*rate): fees round down, never above the rate.
 func Fee(amount Amount, rate int64) Amount {
-	f, _ := mulDiv(int64(amount), rate, RateOne) // cannot overflow: rate <= RateOne
+	f, _ := mulRate(int64(amount), rate) // cannot overflow: rate <= RateOne
 	return Amount(f)
 }

@@ -184,6 +184,18 @@ func mulDiv(a, b, d int64) (int64, bool) {
 	return int64(q), true
 }
 
+// mulRate returns floor(a*r/RateOne) for non-negative a and r, as mulDiv
+// does, but when the product fits in 64 bits (always, for the prices and
+// fee rates of real markets) it divides by the constant, which the
+// compiler turns into a multiplication, instead of a 128-bit DIV.
+func mulRate(a, r int64) (int64, bool) {
+	hi, lo := bits.Mul64(uint64(a), uint64(r))
+	if hi == 0 {
+		return int64(lo / uint64(RateOne)), true // < 2^64/1e8: fits
+	}
+	return mulDiv(a, r, RateOne)
+}
+
 // RateScale is the scale of fee rates and price-band ratios: a rate r is
 // stored as r * 10^8.
 const (

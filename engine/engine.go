@@ -55,17 +55,19 @@ type credit struct {
 }
 
 type market struct {
-	spec      *MarketSpec
-	bids      side
-	asks      side
-	last      Price // last trade price, 0 before the first trade
-	nextOrder int64 // order sequence: ids are nextOrder<<10 | id
-	nextTrade int64
-	ids       ordIndex   // order id -> handle of working orders
-	cids      idmap      // client id hash -> chain of orders (via cnext)
-	users     idmap      // user+1 -> index in lists
-	lists     []userList // each user's working orders, oldest first
-	freeLists []int32
+	spec *MarketSpec
+	bids side
+	asks side
+	last Price // last trade price, 0 before the first trade
+	// the price band around bandAt (the last price it was worked out for)
+	bandAt, bandLo, bandHi Price
+	nextOrder              int64 // order sequence: ids are nextOrder<<10 | id
+	nextTrade              int64
+	ids                    ordIndex   // order id -> handle of working orders
+	cids                   idmap      // client id hash -> chain of orders (via cnext)
+	users                  idmap      // user+1 -> index in lists
+	lists                  []userList // each user's working orders, oldest first
+	freeLists              []int32
 	// xForm counts working orders whose client-supplied id has the form of
 	// a generated one ("x-<digits>"). While it is 0, a generated id cannot
 	// clash with a working order's id, and placing needs no index lookup.
@@ -282,7 +284,7 @@ func (e *Engine) place(c *Cmd) Reject {
 		if c.Price <= 0 {
 			return RejectInvalidPrice
 		}
-		if m.last > 0 && !inBand(s, c.Side, c.Price, m.last) {
+		if m.last > 0 && !m.inBand(c.Side, c.Price) {
 			return RejectPriceOutOfRange
 		}
 		if c.TIF == PostOnly {

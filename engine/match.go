@@ -6,20 +6,25 @@ import (
 	"slices"
 )
 
-// inBand reports whether limit price p is within the band around last.
-func inBand(s *MarketSpec, sd Side, p, last Price) bool {
-	if sd == Buy {
-		d, _ := mulDiv(int64(last), s.BuyBand, RateOne)
-		return p <= last+Price(d) // p <= floor(last*(1+band))
+// inBand reports whether limit price p on side sd is within the band
+// around the last trade price (> 0). The band's bounds are worked out once
+// per last price: most orders arrive between trades.
+func (m *market) inBand(sd Side, p Price) bool {
+	if m.bandAt != m.last {
+		up, _ := mulRate(int64(m.last), m.spec.BuyBand)
+		dn, _ := mulRate(int64(m.last), m.spec.SellBand)
+		m.bandAt, m.bandHi, m.bandLo = m.last, m.last+Price(up), m.last-Price(dn)
 	}
-	d, _ := mulDiv(int64(last), s.SellBand, RateOne)
-	return p >= last-Price(d) // p >= ceil(last*(1-band))
+	if sd == Buy {
+		return p <= m.bandHi // floor(last*(1+band))
+	}
+	return p >= m.bandLo // ceil(last*(1-band))
 }
 
 // protection returns a market order's worst acceptable price, ref moved by
 // the fallback ratio against the taker, rounded to a tick inside the range.
 func protection(s *MarketSpec, sd Side, ref Price) Price {
-	d, _ := mulDiv(int64(ref), s.FallbackRatio, RateOne)
+	d, _ := mulRate(int64(ref), s.FallbackRatio)
 	if sd == Buy {
 		return ref + Price(d)
 	}
