@@ -24,7 +24,8 @@ func appendOrder(dst []byte, m *market, v *engine.OrderView) []byte {
 	dst = append(dst, `,"orderId":`...)
 	dst = appendInt(dst, v.OrderID)
 	dst = append(dst, `,"clientOrderId":`...)
-	dst = appendString(dst, v.ClientID.Bytes())
+	var cid [engine.ClientIDMax + 2]byte
+	dst = appendString(dst, v.AppendClientID(cid[:0]))
 	dst = append(dst, `,"price":"`...)
 	dst = sp.AppendPrice(dst, v.Price)
 	dst = append(dst, `","origQty":"`...)

@@ -333,7 +333,8 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 			b = append(b, `,"orderId":`...)
 			b = appendInt(b, r.Order.OrderID)
 			b = append(b, `,"clientOrderId":`...)
-			b = appendString(b, r.Order.ClientID.Bytes())
+			var cid [engine.ClientIDMax + 2]byte
+			b = appendString(b, r.Order.AppendClientID(cid[:0]))
 			b = append(b, `,"transactTime":`...)
 			b = appendInt(b, r.TimeMs)
 			b = append(b, '}')

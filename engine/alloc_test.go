@@ -248,19 +248,15 @@ func ui0(r uint64) int { return int(r>>32) % 1000 }
 // the time is the engine's, not the driver's bookkeeping, and both
 // engines must end in the same state (checked).
 func BenchmarkMixed(b *testing.B) {
+	// one OS thread throughout, as a pinned shard has, and so that
+	// valgrind's per-thread call stacks can tell what replay costs
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	gen, run := newBench(b, 1000), newBench(b, 1000)
 	var cmds []engine.Cmd
 	gen.rec = &cmds
 	mx := mixedOn(gen, 10_000) // the book's setup is recorded too
-	replay := func() (trades int) {
-		for i := range cmds {
-			run.seq++
-			run.e.Apply(&cmds[i], run.seq, int64(run.seq), &run.out)
-			run.e.Flush()
-			trades += len(run.out.Trades)
-		}
-		return trades
-	}
+	replay := func() int { return run.replay(cmds) }
 	replay()
 	generate := func(n int) {
 		cmds = cmds[:0]
@@ -289,6 +285,21 @@ func BenchmarkMixed(b *testing.B) {
 	b.ReportMetric(float64(run.e.WorkingOrders()), "resting")
 	b.ReportMetric(float64(trades)/float64(b.N), "trades/op")
 	b.ReportMetric(float64(mx.hits)/float64(max(mx.cancels, 1)), "cancel-hit-rate")
+}
+
+// replay applies cmds as apply does, and returns how many trades they made.
+// It is the part BenchmarkMixed times, kept out of line so that a profiler
+// can name it (valgrind --toggle-collect).
+//
+//go:noinline
+func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
+	for i := range cmds {
+		bn.seq++
+		bn.e.Apply(&cmds[i], bn.seq, int64(bn.seq), &bn.out)
+		bn.e.Flush()
+		trades += len(bn.out.Trades)
+	}
+	return trades
 }
 
 // BenchmarkPlaceCancel: a resting order placed and cancelled (two commands

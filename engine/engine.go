@@ -72,7 +72,6 @@ type market struct {
 	// a generated one ("x-<digits>"). While it is 0, a generated id cannot
 	// clash with a working order's id, and placing needs no index lookup.
 	xForm int
-	gen   idText // the last generated client id, for the next one
 }
 
 // list returns u's working-order list in m, or nil.
@@ -354,9 +353,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	o.timeMs, o.updateMs, o.uid = e.timeMs, e.timeMs, c.UID // c.UID is u's: checked above
 	o.prev, o.next, o.uprev, o.unext, o.cnext, o.list, o.lvl = 0, 0, 0, 0, 0, 0, 0
 	o.user, o.market, o.side, o.typ, o.tif, o.status, o.cidGen = c.User, s.ID, c.Side, c.Type, c.TIF, StatusNew, cidGen
-	if cidGen {
-		o.cid = *m.gen.next(id) // once per order, not per view
-	} else {
+	if !cidGen { // a generated id is made when shown (OrderView.AppendClientID)
 		o.cid = c.Text
 	}
 	if c.Type == Market {

@@ -1,5 +1,7 @@
 package engine
 
+import "strconv"
+
 // Out collects everything one Apply produced. It is reused across commands
 // (Reset keeps the capacity), so the steady state allocates nothing.
 type Out struct {
@@ -53,7 +55,19 @@ type OrderView struct {
 	CumQuote     Amount // executed amount in the quote coin
 	TimeMs       int64  // creation
 	UpdateTimeMs int64
-	ClientID     ClientID
+	// ClientID is the client order id the order was placed with; it is
+	// empty when the order has the generated one, "x-<OrderID>" (placed
+	// without one, or with exactly that). AppendClientID writes either.
+	ClientID ClientID
+}
+
+// AppendClientID appends the order's client order id to dst: the client's
+// own, or the generated "x-<OrderID>".
+func (v *OrderView) AppendClientID(dst []byte) []byte {
+	if v.ClientID.N != 0 {
+		return append(dst, v.ClientID.Bytes()...)
+	}
+	return strconv.AppendInt(append(dst, "x-"...), v.OrderID, 10)
 }
 
 // Trade is one fill between a resting (maker) and an incoming (taker) order.

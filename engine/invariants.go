@@ -83,8 +83,12 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 					o.filled < 0 || o.filled >= o.qty || o.market != s.ID {
 					return 0, fmt.Errorf("engine: %s: order %d is inconsistent with its level %d", s.Symbol, o.id, lv.price)
 				}
-				gid, x := generatedForm(o.cid.Bytes())
-				if e.lookup(m, o.user, 0, o.cid.Bytes()) != h || o.cidGen != (x && gid == o.id) {
+				cid := o.cid
+				if o.cidGen {
+					cid = generatedClientID(o.id)
+				}
+				gid, x := generatedForm(cid.Bytes())
+				if e.lookup(m, o.user, 0, cid.Bytes()) != h || o.cidGen != (x && gid == o.id) {
 					return 0, fmt.Errorf("engine: %s: order %d is not found by its client id", s.Symbol, o.id)
 				}
 				if m.ids.get(&e.pool, o.id) != h {

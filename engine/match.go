@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"slices"
 )
@@ -373,54 +372,6 @@ func cidHash(u UserIdx, cid []byte) uint64 {
 	return h
 }
 
-// idText keeps the text of the last generated client id, so that the next
-// one, usually for the id 1024 more (ids are n<<10 | market), is made by
-// adding 1024 to its last digits instead of converting the id.
-type idText struct {
-	id  int64
-	cid ClientID // "x-<id>"
-}
-
-// idStep is the difference between consecutive order ids of a market.
-const idStep = 1 << 10
-
-// next makes t hold the client id generated for id (> 0) and returns it.
-func (t *idText) next(id int64) *ClientID {
-	if id-t.id != idStep || t.id == 0 || !t.cid.addStep() {
-		t.cid = generatedClientID(id)
-	}
-	t.id = id
-	return &t.cid
-}
-
-// addStep adds idStep (1024) to the generated id in c in place, on its
-// last eight digits as one word (a decimal digit per byte). It reports
-// false, leaving c as it was, if the id has fewer than eight digits or the
-// carry leaves them.
-func (c *ClientID) addStep() bool {
-	n := int(c.N)
-	if n < 2+8 || n > len(c.B) {
-		return false
-	}
-	// digit values, the last digit in the low byte, plus 1024
-	w := binary.BigEndian.Uint64(c.B[n-8:n]) - 0x3030303030303030 + 0x01000204
-	for {
-		// a byte over 9 gives 10 back and 1 to the next (none exceeds 14,
-		// so adding 0x76 flags it without crossing into the next byte)
-		over := (w + 0x7676767676767676) & 0x8080808080808080
-		if over == 0 {
-			break
-		}
-		if over>>63 != 0 {
-			return false
-		}
-		k := over >> 7
-		w = w - 10*k + k<<8
-	}
-	binary.BigEndian.PutUint64(c.B[n-8:n], w+0x3030303030303030)
-	return true
-}
-
 // generatedClientID is the client id of an order placed without one:
 // "x-" and the order id. A client may not reuse it while that order works.
 func generatedClientID(id int64) ClientID {
@@ -472,7 +423,11 @@ func (e *Engine) setView(v *OrderView, o *order) {
 	v.Side, v.Type, v.TIF, v.Status = o.side, o.typ, o.tif, o.status
 	v.Price, v.OrigQty, v.ExecutedQty, v.CumQuote = o.price, o.qty, o.filled, o.cumQuote
 	v.TimeMs, v.UpdateTimeMs = o.timeMs, o.updateMs
-	v.ClientID = o.cid
+	if o.cidGen {
+		v.ClientID = ClientID{} // generated: not stored (see OrderView)
+	} else {
+		v.ClientID = o.cid
+	}
 }
 
 // update appends o's view to out.Updates and returns it.

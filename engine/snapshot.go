@@ -72,8 +72,13 @@ func appendOrder(dst []byte, o *order) []byte {
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	dst = append(dst, o.cid.N)
-	return append(dst, o.cid.Bytes()...)
+	cid := &o.cid
+	if o.cidGen { // not stored: the canonical form has its text
+		g := generatedClientID(o.id)
+		cid = &g
+	}
+	dst = append(dst, cid.N)
+	return append(dst, cid.Bytes()...)
 }
 
 // AppendSnapshot appends the state of every market e owns. It panics if

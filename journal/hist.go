@@ -3,7 +3,6 @@ package journal
 import (
 	"encoding/binary"
 	"math/bits"
-	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/weexcore/exchange/engine"
@@ -308,24 +307,9 @@ func appendPublic(d []byte, t *engine.Trade, prev int64) []byte {
 	return binary.AppendVarint(d, int64(t.TakerFee))
 }
 
-// generatedCID reports whether o's client id is the generated "x-<id>".
-func generatedCID(o *engine.OrderView) bool {
-	b := o.ClientID.Bytes()
-	if len(b) < 3 || b[0] != 'x' || b[1] != '-' {
-		return false
-	}
-	if len(b) > 2+18 || b[2] == '0' {
-		return false
-	}
-	var n int64
-	for _, c := range b[2:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n == o.OrderID
-}
+// generatedCID reports whether o has the generated client id "x-<id>"
+// (the engine leaves it out of the view).
+func generatedCID(o *engine.OrderView) bool { return o.ClientID.N == 0 }
 
 // appendOrder appends o relative to a block's first order id and time.
 func appendOrder(d []byte, o *engine.OrderView, first, timeMs int64) []byte {
@@ -467,9 +451,7 @@ func (r *reader) order(o *engine.OrderView, uid int64, user engine.UserIdx, m en
 	o.TimeMs = timeMs + r.varint()
 	o.UpdateTimeMs = o.TimeMs + r.varint()
 	n := r.byte1()
-	if n == 0xFF {
-		o.ClientID.N = uint8(copy(o.ClientID.B[:], "x-"))
-		o.ClientID.N += uint8(len(strconv.AppendInt(o.ClientID.B[2:2], o.OrderID, 10)))
+	if n == 0xFF { // generated: an empty ClientID, as the engine's views have
 		return
 	}
 	if int(n) > engine.ClientIDMax {

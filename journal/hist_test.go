@@ -192,7 +192,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	byCID := map[string]int64{} // uid/market/cid -> latest order id
 	for _, o := range h.orders {
-		k := fmt.Sprintf("%d/%d/%s", o.UID, o.Market, o.ClientID.Bytes())
+		k := fmt.Sprintf("%d/%d/%s", o.UID, o.Market, o.AppendClientID(nil))
 		byCID[k] = max(byCID[k], o.OrderID)
 	}
 	for u := 0; u < users; u++ {
@@ -239,7 +239,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
 				if err != nil || !ok || got != o {
 					t.Fatalf("order %d: got %+v %v %v, want %+v", o.OrderID, got, ok, err, o)
 				}
-				cid := o.ClientID.Bytes()
+				cid := o.AppendClientID(nil)
 				got, ok, err = n.historyOrder(uid, m, 0, cid)
 				if w := h.orders[byCID[fmt.Sprintf("%d/%d/%s", uid, m, cid)]]; err != nil || !ok || got != w {
 					t.Fatalf("order by client id %q: got %+v %v %v, want %+v", cid, got, ok, err, w)

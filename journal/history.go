@@ -219,7 +219,8 @@ func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) 
 	var found bool
 	try := func(id int64) error {
 		o, ok, err := x.orderByID(uid, m, id)
-		if err != nil || !ok || string(o.ClientID.Bytes()) != string(cid) {
+		var buf [engine.ClientIDMax + 2]byte
+		if err != nil || !ok || string(o.AppendClientID(buf[:0])) != string(cid) {
 			return err
 		}
 		if !found || o.OrderID > best.OrderID {

@@ -68,7 +68,7 @@ func (p *Printer) View(b []byte, v *engine.OrderView) []byte {
 	b = append(b, '/')
 	b = strconv.AppendInt(b, v.UpdateTimeMs, 10)
 	b = append(b, " cid="...)
-	return append(b, v.ClientID.Bytes()...)
+	return v.AppendClientID(b)
 }
 
 // Out appends every event of out, one per line.
