@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS := -buildvcs=false
 
-.PHONY: all build run test test-short bench bench-quick soak fuzz clean ccxt
+.PHONY: all build run test test-short bench bench-quick bench-model soak fuzz clean ccxt
 
 all: build
 
@@ -43,6 +43,11 @@ bench-quick:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
 	./$(BIN)/benchrun -out results -quick
+
+# instructions and simulated cache misses of the engine benchmark's timed
+# part: deterministic, for comparing engine changes on a noisy machine
+bench-model:
+	bench/engine-model.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFixed -fuzztime 60s ./engine/
