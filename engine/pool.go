@@ -29,8 +29,8 @@ type order struct {
 	typ          OrderType
 	tif          TIF
 	status       Status
-	cidGen       bool // cid is the generated "x-<id>": not in the cid index
-	cid          ClientID
+	cidGen       bool     // the client id is the generated "x-<id>": cid is unset, and not in the cid index
+	cid          ClientID // the client's own id (when !cidGen)
 }
 
 const chunkBits = 12
