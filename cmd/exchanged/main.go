@@ -55,12 +55,15 @@ func main() {
 			logger.Printf("demo user uid=%d apiKey=%s secretKey=%s passphrase=%s", u.UID, u.APIKey, u.SecretKey, u.Passphrase)
 		}
 	}
+	// Catch SIGTERM/SIGINT before saying ready: whoever waits for "ready"
+	// may stop us at once, and must get the clean shutdown (TestRateLimit,
+	// done within 40 ms of ready, once got the default action: death by it).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s.Serve()
 	rest, admin := s.Addrs()
 	logger.Printf("ready rest=%s admin=%s", rest, admin)
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	got := <-sig
 	logger.Printf("%v: shutting down", got)
 	if err := s.Shutdown(30 * time.Second); err != nil {
