@@ -16,6 +16,13 @@ func name(tab []string, i int) string {
 	return "UNKNOWN"
 }
 
+// appendClientOrderID appends v's client order id as a JSON string (the
+// generated "x-<orderId>" when the client gave none).
+func appendClientOrderID(dst []byte, v *engine.OrderView) []byte {
+	var cid [engine.ClientIDMax + 2]byte
+	return appendString(dst, v.AppendClientID(cid[:0]))
+}
+
 // appendOrder appends the spot order record (seed §2.1).
 func appendOrder(dst []byte, m *market, v *engine.OrderView) []byte {
 	sp := m.spec
@@ -24,8 +31,7 @@ func appendOrder(dst []byte, m *market, v *engine.OrderView) []byte {
 	dst = append(dst, `,"orderId":`...)
 	dst = appendInt(dst, v.OrderID)
 	dst = append(dst, `,"clientOrderId":`...)
-	var cid [engine.ClientIDMax + 2]byte
-	dst = appendString(dst, v.AppendClientID(cid[:0]))
+	dst = appendClientOrderID(dst, v)
 	dst = append(dst, `,"price":"`...)
 	dst = sp.AppendPrice(dst, v.Price)
 	dst = append(dst, `","origQty":"`...)

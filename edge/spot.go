@@ -333,8 +333,7 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 			b = append(b, `,"orderId":`...)
 			b = appendInt(b, r.Order.OrderID)
 			b = append(b, `,"clientOrderId":`...)
-			var cid [engine.ClientIDMax + 2]byte
-			b = appendString(b, r.Order.AppendClientID(cid[:0]))
+			b = appendClientOrderID(b, &r.Order)
 			b = append(b, `,"transactTime":`...)
 			b = appendInt(b, r.TimeMs)
 			b = append(b, '}')

@@ -312,11 +312,10 @@ func (e *Engine) place(c *Cmd) Reject {
 		cidGen = x && gid == id
 	}
 	if !cidGen || m.xForm > 0 {
+		var buf [ClientIDMax + 2]byte
 		cid := c.Text.Bytes()
-		var gen ClientID
 		if cidGen {
-			gen = generatedClientID(id)
-			cid = gen.Bytes()
+			cid = appendGeneratedID(buf[:0], id)
 		}
 		if e.lookup(m, c.User, 0, cid) != 0 {
 			return RejectDuplicateClientOrderID

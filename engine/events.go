@@ -1,7 +1,5 @@
 package engine
 
-import "strconv"
-
 // Out collects everything one Apply produced. It is reused across commands
 // (Reset keeps the capacity), so the steady state allocates nothing.
 type Out struct {
@@ -67,7 +65,7 @@ func (v *OrderView) AppendClientID(dst []byte) []byte {
 	if v.ClientID.N != 0 {
 		return append(dst, v.ClientID.Bytes()...)
 	}
-	return strconv.AppendInt(append(dst, "x-"...), v.OrderID, 10)
+	return appendGeneratedID(dst, v.OrderID)
 }
 
 // Trade is one fill between a resting (maker) and an incoming (taker) order.

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"math/bits"
 	"slices"
+	"strconv"
 )
 
 // inBand reports whether limit price p on side sd is within the band
@@ -372,43 +372,27 @@ func cidHash(u UserIdx, cid []byte) uint64 {
 	return h
 }
 
-// generatedClientID is the client id of an order placed without one:
+// appendGeneratedID appends the client id of an order placed without one:
 // "x-" and the order id. A client may not reuse it while that order works.
+func appendGeneratedID(dst []byte, id int64) []byte {
+	return strconv.AppendInt(append(dst, "x-"...), id, 10)
+}
+
+// generatedClientID is appendGeneratedID's text as a ClientID.
 func generatedClientID(id int64) ClientID {
 	var c ClientID
-	setGeneratedClientID(&c, id)
+	c.N = uint8(len(appendGeneratedID(c.B[:0], id)))
 	return c
 }
 
-// setGeneratedClientID writes "x-<id>" into c (id > 0). The bytes after
-// the id must already be zero (c is fresh or was cleared).
-func setGeneratedClientID(c *ClientID, id int64) {
-	u := uint64(id)
-	n := bits.Len64(u) * 1233 >> 12 // floor(log10(2^len)), digits-1 or digits
-	if n < len(pow10) && u >= uint64(pow10[n]) {
-		n++
+// clientID returns o's client id, the generated one included (for the
+// snapshot and the invariants; views leave a generated id out).
+func (o *order) clientID() ClientID {
+	if o.cidGen {
+		return generatedClientID(o.id)
 	}
-	n = max(n, 1)
-	c.B[0], c.B[1] = 'x', '-'
-	c.N = uint8(2 + n)
-	b := c.B[2 : 2+n]
-	i := n
-	for u >= 100 { // two digits per division
-		r := u % 100
-		u /= 100
-		i -= 2
-		b[i], b[i+1] = digits2[2*r], digits2[2*r+1]
-	}
-	if u >= 10 {
-		b[0], b[1] = digits2[2*u], digits2[2*u+1]
-	} else {
-		b[0] = byte('0' + u)
-	}
+	return o.cid
 }
-
-const digits2 = "00010203040506070809" + "10111213141516171819" + "20212223242526272829" +
-	"30313233343536373839" + "40414243444546474849" + "50515253545556575859" +
-	"60616263646566676869" + "70717273747576777879" + "80818283848586878889" + "90919293949596979899"
 
 func (e *Engine) view(o *order) OrderView {
 	var v OrderView

@@ -72,11 +72,7 @@ func appendOrder(dst []byte, o *order) []byte {
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	cid := &o.cid
-	if o.cidGen { // not stored: the canonical form has its text
-		g := generatedClientID(o.id)
-		cid = &g
-	}
+	cid := o.clientID() // a generated id too: the canonical form has its text
 	dst = append(dst, cid.N)
 	return append(dst, cid.Bytes()...)
 }

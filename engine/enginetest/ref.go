@@ -407,11 +407,14 @@ func (r *Ref) bill(u engine.UserIdx, c engine.CoinID, biz engine.BizType, delta,
 	r.k++
 }
 
+// generatedCID is the client id of an order placed without one.
+func generatedCID(id int64) string { return "x-" + strconv.FormatInt(id, 10) }
+
 func (r *Ref) view(m *RefMarket, o *RefOrder) engine.OrderView {
 	v := engine.OrderView{OrderID: o.ID, UID: r.Users[o.User].UID, User: o.User, Market: m.ID, Side: o.Side,
 		Type: o.Type, TIF: o.TIF, Status: o.Status, Price: engine.Price(o.Price), OrigQty: engine.Qty(o.Qty),
 		ExecutedQty: engine.Qty(o.Filled), CumQuote: engine.Amount(o.CumQuote), TimeMs: o.TimeMs, UpdateTimeMs: o.UpdateMs}
-	if o.CID != "x-"+strconv.FormatInt(o.ID, 10) { // a generated id is shown, not stored
+	if o.CID != generatedCID(o.ID) { // a generated id is shown, not stored
 		v.ClientID.Set([]byte(o.CID))
 	}
 	return v
@@ -473,7 +476,7 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 	id := (m.NextOrder+1)<<10 | int64(m.ID)
 	cid := string(c.Text.B[:c.Text.N])
 	if cid == "" {
-		cid = "x-" + strconv.FormatInt(id, 10)
+		cid = generatedCID(id)
 	}
 	for _, o := range m.Orders {
 		if o.User == c.User && o.CID == cid {
