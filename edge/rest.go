@@ -78,8 +78,10 @@ var statePool = sync.Pool{New: func() any {
 
 func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
 	st := statePool.Get().(*reqState)
-	st.nowMs = time.Now().UnixMilli()
+	start := time.Now()
+	st.nowMs = start.UnixMilli()
 	defer func() {
+		s.latency.record(time.Since(start))
 		if p := recover(); p != nil {
 			s.logf("edge: panic serving %s %s: %v", ctx.Method(), ctx.Path(), p)
 			ctx.Response.Reset()

@@ -61,6 +61,7 @@ type Server struct {
 	adminRoutes  map[string]*route
 	coinsBody    []byte
 	maxUID       atomic.Int64 // highest uid registered (admin uid allocation)
+	latency      latencyHist  // REST answer times (admin /metrics)
 	logf         func(format string, args ...any)
 
 	rest, admin *fasthttp.Server

@@ -428,6 +428,25 @@ func TestConcurrentBatches(t *testing.T) {
 		}(u)
 	}
 	wg.Wait()
+	// the admin metrics counted (at least) these 40 REST answers, in
+	// non-empty buckets whose bounds grow (0, unbounded, only last)
+	var m struct {
+		RestLatencyUs [][2]int64
+		JournalKeys   int64
+		JournalBytes  int64
+	}
+	s.ok(req{method: "GET", path: "/admin/v1/metrics", admin: true}, &m)
+	var answered, prev int64
+	for i, b := range m.RestLatencyUs {
+		if b[1] <= 0 || b[0] == 0 && i != len(m.RestLatencyUs)-1 || b[0] != 0 && b[0] <= prev {
+			t.Errorf("metrics: bucket %v after bound %d", b, prev)
+		}
+		prev = b[0]
+		answered += b[1]
+	}
+	if answered < 40 || m.JournalKeys <= 0 || m.JournalBytes <= m.JournalKeys {
+		t.Errorf("metrics: %d REST answers counted (want >= 40), journal %d keys %d bytes", answered, m.JournalKeys, m.JournalBytes)
+	}
 	var bals []struct{ Coin, Available, Frozen string }
 	s.ok(req{method: "GET", path: "/admin/v1/balances?uid=1", admin: true}, &bals)
 	if bals[0].Available == "0.00000000" && bals[1].Available == "0.00000000" {
