@@ -3,6 +3,8 @@ package load
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,14 +24,21 @@ func (a *Admin) post(path string, body any, out any) error {
 	if err != nil {
 		return err
 	}
+	return a.do(fasthttp.MethodPost, path, b, out)
+}
+
+// do sends one admin request (body nil: none) and decodes the answer into out.
+func (a *Admin) do(method, path string, body []byte, out any) error {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + a.Addr + path)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
+	req.Header.SetMethod(method)
 	req.Header.Set("X-Admin-Token", a.Token)
-	req.SetBody(b)
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
 	if err := a.c.DoTimeout(req, resp, 30*time.Second); err != nil {
 		return fmt.Errorf("load: admin %s: %v", path, err)
 	}
@@ -42,6 +51,78 @@ func (a *Admin) post(path string, body any, out any) error {
 		}
 	}
 	return nil
+}
+
+// Metrics are the server's growing counters (GET /admin/v1/metrics).
+type Metrics struct {
+	// RESTLatency counts REST answers by the server's own answer time:
+	// bucket upper bound in µs (0: unbounded) -> answers.
+	RESTLatency  map[int64]uint64
+	JournalKeys  uint64
+	JournalBytes uint64
+}
+
+// Metrics reads the server's counters.
+func (a *Admin) Metrics() (Metrics, error) {
+	var r struct {
+		RestLatencyUs [][2]uint64
+		JournalKeys   uint64
+		JournalBytes  uint64
+	}
+	if err := a.do(fasthttp.MethodGet, "/admin/v1/metrics", nil, &r); err != nil {
+		return Metrics{}, err
+	}
+	m := Metrics{RESTLatency: make(map[int64]uint64, len(r.RestLatencyUs)), JournalKeys: r.JournalKeys, JournalBytes: r.JournalBytes}
+	for _, b := range r.RestLatencyUs {
+		m.RESTLatency[int64(b[0])] = b[1]
+	}
+	return m, nil
+}
+
+// Since returns the counts of m accrued after prev (an earlier read).
+func (m Metrics) Since(prev Metrics) Metrics {
+	d := Metrics{RESTLatency: make(map[int64]uint64, len(m.RESTLatency)),
+		JournalKeys: m.JournalKeys - prev.JournalKeys, JournalBytes: m.JournalBytes - prev.JournalBytes}
+	for ub, n := range m.RESTLatency {
+		if n > prev.RESTLatency[ub] {
+			d.RESTLatency[ub] = n - prev.RESTLatency[ub]
+		}
+	}
+	return d
+}
+
+// Answers returns how many REST answers m counts.
+func (m Metrics) Answers() uint64 {
+	var n uint64
+	for _, c := range m.RESTLatency {
+		n += c
+	}
+	return n
+}
+
+// Quantile returns the upper bound of the bucket holding the q-quantile
+// of the REST answer times (q in (0, 1]); -1 when m counts none or the
+// quantile is in the unbounded bucket.
+func (m Metrics) Quantile(q float64) time.Duration {
+	n := m.Answers()
+	if n == 0 {
+		return -1
+	}
+	bounds := make([]int64, 0, len(m.RESTLatency))
+	for ub := range m.RESTLatency {
+		if ub != 0 {
+			bounds = append(bounds, ub)
+		}
+	}
+	slices.Sort(bounds)
+	want := uint64(math.Ceil(q * float64(n)))
+	var c uint64
+	for _, ub := range bounds {
+		if c += m.RESTLatency[ub]; c >= want {
+			return time.Duration(ub) * time.Microsecond
+		}
+	}
+	return -1
 }
 
 // CreateUser creates a user and returns its credentials.

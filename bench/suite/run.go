@@ -243,7 +243,7 @@ func runREST(r *Run) error {
 	search := o.Search
 	search.Deadline = r.Opts.Search.Deadline
 	search.ProbeDir = dataDir
-	r.REST = RunSearch("rest", g, search, srv.Counters, pr)
+	r.REST = RunSearch("rest", g, search, srv.Counters, a.Metrics, pr)
 	return nil
 }
 
@@ -272,7 +272,7 @@ func runBare(r *Run) error {
 	search := o.Search
 	search.Deadline = r.Opts.Search.Deadline
 	search.ProbeDir = os.TempDir()
-	r.Bare = RunSearch("bare", g, search, p.Counters, pr)
+	r.Bare = RunSearch("bare", g, search, p.Counters, nil, pr)
 	return nil
 }
 

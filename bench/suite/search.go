@@ -25,8 +25,12 @@ type StepResult struct {
 	// Disk is a short fsync probe taken just before the step (on the
 	// server's file system): other users' disk traffic shows up here.
 	DiskP50, DiskMax time.Duration
-	Pass             bool
-	Why              string // why it did not pass
+	// Served is what the server itself counted during the step (its
+	// admin metrics, diffed): its own answer times, keys and bytes
+	// journaled. Nil when the target has none (the bare handler).
+	Served *load.Metrics
+	Pass   bool
+	Why    string // why it did not pass
 }
 
 // Search is the rate-step plan.
@@ -59,8 +63,9 @@ type Sweep struct {
 
 // RunSearch steps g's rate up until a step fails, refines between the last
 // pass and the first failure, then runs a longer step at half the
-// saturation rate. probe reads the target's counters (nil: not measured).
-func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, progress io.Writer) *Sweep {
+// saturation rate. probe reads the target's counters, served its own
+// metrics (either nil: not measured).
+func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, served func() (load.Metrics, error), progress io.Writer) *Sweep {
 	sw := &Sweep{Name: name}
 	run := func(rate float64, dur time.Duration, role string) *StepResult {
 		rate = math.Round(rate)
@@ -70,6 +75,11 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		}
 		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v (fsync probe p50 %s, max %s ms)\n", name, role, rate, dur,
 			load.FormatLatency(dp50), load.FormatLatency(dmax))
+		var sv0 load.Metrics
+		var svErr error
+		if served != nil {
+			sv0, svErr = served()
+		}
 		c0, g0, t0 := countersOf(probe), procCounters(os.Getpid()), time.Now()
 		m0, i0 := machineBusy()
 		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
@@ -85,6 +95,12 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 			Target: Counters{CPU: c1.CPU - c0.CPU, CtxSwitches: c1.CtxSwitches - c0.CtxSwitches,
 				ReadSyscalls: c1.ReadSyscalls - c0.ReadSyscalls, WriteSyscall: c1.WriteSyscall - c0.WriteSyscall,
 				RunDelay: c1.RunDelay - c0.RunDelay}}
+		if served != nil && svErr == nil {
+			if sv1, err := served(); err == nil {
+				d := sv1.Since(sv0)
+				sr.Served = &d
+			}
+		}
 		sr.IrqCPU = (i1 - i0).Seconds() / wall
 		sr.OtherCPU = max(0, (m1-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
 		sr.Pass, sr.Why = s.Criteria.Pass(r)
@@ -92,7 +108,11 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		if !sr.Pass {
 			verdict = "FAIL: " + sr.Why
 		}
-		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  target CPU %.2f, generator %.2f, irq %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), sr.ServerCPU, sr.GenCPU, sr.IrqCPU, sr.OtherCPU, verdict)
+		own := ""
+		if sr.Served != nil {
+			own = "server's own answer time p50/p99 " + servedLatency(sr.Served) + " ms, "
+		}
+		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  %starget CPU %.2f, generator %.2f, irq %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), own, sr.ServerCPU, sr.GenCPU, sr.IrqCPU, sr.OtherCPU, verdict)
 		sw.Steps = append(sw.Steps, *sr)
 		time.Sleep(s.Pause)
 		return &sw.Steps[len(sw.Steps)-1]

@@ -168,6 +168,9 @@ func summary(r *Run) *report.Table {
 		h := r.REST.Half
 		t.Add(fmt.Sprintf("REST p99 at half saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "<= 2 ms", yes(h.Percentile(99) <= targetHalfP99))
 		t.Add("REST p50 / p99.9 / max there", fmt.Sprintf("%s / %s / %s ms", load.FormatLatency(h.Percentile(50)), load.FormatLatency(h.Percentile(99.9)), load.FormatLatency(h.Max())), "", "")
+		if own := servedLatency(h.Served); own != "" {
+			t.Add("the server's own answer time there, p50 / p99 (the rest is the machine's and the generator's)", own+" ms", "", "")
+		}
 	}
 	if r.Bare != nil && r.Bare.Half != nil {
 		h := r.Bare.Half
@@ -290,8 +293,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
 	}
 	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
-		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
-	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
+	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		file := fmt.Sprintf("%s-%02d-%.0f.hgrm", prefix, i+1, st.Rate)
@@ -312,6 +315,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			load.FormatLatency(st.Percentile(50)), load.FormatLatency(st.Percentile(90)), load.FormatLatency(st.Percentile(99)),
 			load.FormatLatency(st.Percentile(99.9)), load.FormatLatency(st.Max()),
 			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
+			servedLatency(st.Served),
 			fmt.Sprintf("%.2f", st.ServerCPU), fmt.Sprint(tcpu.Microseconds()),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			runQueue(st.Target.RunDelay, st.Wall),
@@ -505,4 +509,19 @@ func runQueue(d, wall time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f", d.Seconds()/wall.Seconds())
+}
+
+// servedLatency formats the server's own p50/p99 answer times of a step
+// ("" when the target reports none).
+func servedLatency(m *load.Metrics) string {
+	if m == nil || m.Answers() == 0 {
+		return ""
+	}
+	f := func(q float64) string {
+		if d := m.Quantile(q); d >= 0 {
+			return load.FormatLatency(d)
+		}
+		return ">1000"
+	}
+	return f(0.5) + " / " + f(0.99)
 }
