@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +100,9 @@ func open(o Options) (*Node, error) {
 			return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1024, MaxBlobReferenceDepth: 10,
 				RewriteMinimumAge: 10 * time.Minute, TargetGarbageRatio: 1}
 		}
+	}
+	if !o.ReadOnly {
+		po.EventListener = storageEvents(x.logf)
 	}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
@@ -528,6 +532,27 @@ func (x *impl) closeDB() error {
 }
 
 // quietLogger routes Pebble's log lines to Options.Logf.
+// storageEvents logs Pebble's background work that competes with the
+// shards' syncs for the disk and the CPU: memtable flushes, compactions,
+// write stalls and slow disk operations, and WAL files created (new, or
+// recycled: a recycled WAL is overwritten in place, and its fdatasync
+// need not update the file's metadata). An operator (or the benchmark's
+// reader) can set a latency spike against them.
+func storageEvents(logf func(string, ...any)) *pebble.EventListener {
+	return &pebble.EventListener{
+		FlushEnd: func(i pebble.FlushInfo) {
+			if i.Err == nil || !strings.Contains(i.Err.Error(), "empty table") { // nothing to flush: not news
+				logf("journal: pebble: %s", i)
+			}
+		},
+		CompactionEnd:   func(i pebble.CompactionInfo) { logf("journal: pebble: %s", i) },
+		WriteStallBegin: func(i pebble.WriteStallBeginInfo) { logf("journal: pebble: %s", i) },
+		WriteStallEnd:   func() { logf("journal: pebble: write stall ending") },
+		DiskSlow:        func(i pebble.DiskSlowInfo) { logf("journal: pebble: %s", i) },
+		WALCreated:      func(i pebble.WALCreateInfo) { logf("journal: pebble: %s", i) },
+	}
+}
+
 type quietLogger struct{ logf func(string, ...any) }
 
 func (l quietLogger) Infof(format string, args ...any)  {}
