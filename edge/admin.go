@@ -250,13 +250,16 @@ func handleAdminState(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred
 
 // handleAdminMetrics reports counters that only grow, for operators and
 // the benchmark (which diffs two reads around a load step):
-// restLatencyUs, the REST edge's answer times (latency.go) as
+// restLatencyUs, the REST edge's answer times (latency.go), and
+// walFsyncUs, the journal's WAL fdatasync times (Pebble's measure), each as
 // [[upperBoundUs, count], ...] over non-empty buckets; journal keys and
 // bytes committed since start.
 func handleAdminMetrics(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
 	keys, bytes := s.node.Written()
 	b := append(st.buf, `{"restLatencyUs":`...)
 	b = s.latency.appendJSON(b)
+	b = append(b, `,"walFsyncUs":`...)
+	b = appendWALSyncs(b, s.node.WALSyncs())
 	b = append(b, `,"journalKeys":`...)
 	b = strconv.AppendUint(b, keys, 10)
 	b = append(b, `,"journalBytes":`...)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/weexcore/exchange/journal"
 )
 
 // latencyHist counts how long the REST edge takes to answer, from the
@@ -56,21 +58,33 @@ func latUpper(i int) int64 {
 // (upperUs 0: one second or more).
 func (h *latencyHist) appendJSON(b []byte) []byte {
 	b = append(b, '[')
-	first := true
+	n := 0
 	for i := range h.n {
-		c := h.n[i].Load()
-		if c == 0 {
-			continue
+		if c := h.n[i].Load(); c != 0 {
+			b = appendBucket(b, n, latUpper(i), c)
+			n++
 		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '[')
-		b = strconv.AppendInt(b, latUpper(i), 10)
-		b = append(b, ',')
-		b = strconv.AppendUint(b, c, 10)
-		b = append(b, ']')
 	}
+	return append(b, ']')
+}
+
+// appendWALSyncs appends the WAL fsync latencies in the same form.
+func appendWALSyncs(b []byte, bs []journal.LatencyBucket) []byte {
+	b = append(b, '[')
+	for i, x := range bs {
+		b = appendBucket(b, i, x.Upper.Microseconds(), x.Count)
+	}
+	return append(b, ']')
+}
+
+// appendBucket appends the i-th bucket [upperUs, count] of a list.
+func appendBucket(b []byte, i int, upperUs int64, count uint64) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, '[')
+	b = strconv.AppendInt(b, upperUs, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, count, 10)
 	return append(b, ']')
 }

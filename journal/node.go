@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/weexcore/exchange/engine"
 )
 
@@ -564,4 +566,40 @@ func (l quietLogger) Fatalf(format string, args ...any) {
 
 func ackBeforeSyncForTest() bool {
 	return testHooks && os.Getenv("JOURNAL_TEST_ACK_BEFORE_SYNC") == "1"
+}
+
+// LatencyBucket is one bucket of a latency histogram: how many took less
+// than Upper (and at least the previous bucket's Upper); Upper 0 is the
+// last, unbounded bucket.
+type LatencyBucket struct {
+	Upper time.Duration
+	Count uint64
+}
+
+// WALSyncs returns the latencies of the WAL fdatasyncs since Open (Pebble
+// measures them: 100 µs buckets below 5 ms, then growing ones), the
+// non-empty buckets in order. It reads all of Pebble's metrics: for an
+// operator's or a benchmark's occasional look, not for a hot path.
+func (n *Node) WALSyncs() []LatencyBucket {
+	h := n.db.Metrics().LogWriter.FsyncLatency
+	if h == nil {
+		return nil
+	}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil || m.Histogram == nil {
+		return nil
+	}
+	var out []LatencyBucket
+	var below uint64 // cumulative count of the buckets before
+	for _, b := range m.Histogram.Bucket {
+		c := b.GetCumulativeCount()
+		if c > below {
+			out = append(out, LatencyBucket{Upper: time.Duration(b.GetUpperBound()), Count: c - below})
+		}
+		below = c
+	}
+	if total := m.Histogram.GetSampleCount(); total > below {
+		out = append(out, LatencyBucket{Count: total - below})
+	}
+	return out
 }

@@ -55,61 +55,74 @@ func (a *Admin) do(method, path string, body []byte, out any) error {
 
 // Metrics are the server's growing counters (GET /admin/v1/metrics).
 type Metrics struct {
-	// RESTLatency counts REST answers by the server's own answer time:
-	// bucket upper bound in µs (0: unbounded) -> answers.
-	RESTLatency  map[int64]uint64
+	RESTLatency  Hist // REST answers by the server's own answer time
+	WALSync      Hist // the journal's WAL fdatasyncs by duration
 	JournalKeys  uint64
 	JournalBytes uint64
 }
+
+// Hist is a latency histogram: bucket upper bound in µs (0: unbounded) ->
+// how many fell in the bucket.
+type Hist map[int64]uint64
 
 // Metrics reads the server's counters.
 func (a *Admin) Metrics() (Metrics, error) {
 	var r struct {
 		RestLatencyUs [][2]uint64
+		WalFsyncUs    [][2]uint64
 		JournalKeys   uint64
 		JournalBytes  uint64
 	}
 	if err := a.do(fasthttp.MethodGet, "/admin/v1/metrics", nil, &r); err != nil {
 		return Metrics{}, err
 	}
-	m := Metrics{RESTLatency: make(map[int64]uint64, len(r.RestLatencyUs)), JournalKeys: r.JournalKeys, JournalBytes: r.JournalBytes}
-	for _, b := range r.RestLatencyUs {
-		m.RESTLatency[int64(b[0])] = b[1]
+	hist := func(bs [][2]uint64) Hist {
+		h := make(Hist, len(bs))
+		for _, b := range bs {
+			h[int64(b[0])] = b[1]
+		}
+		return h
 	}
-	return m, nil
+	return Metrics{RESTLatency: hist(r.RestLatencyUs), WALSync: hist(r.WalFsyncUs),
+		JournalKeys: r.JournalKeys, JournalBytes: r.JournalBytes}, nil
 }
 
 // Since returns the counts of m accrued after prev (an earlier read).
 func (m Metrics) Since(prev Metrics) Metrics {
-	d := Metrics{RESTLatency: make(map[int64]uint64, len(m.RESTLatency)),
+	return Metrics{RESTLatency: m.RESTLatency.Since(prev.RESTLatency), WALSync: m.WALSync.Since(prev.WALSync),
 		JournalKeys: m.JournalKeys - prev.JournalKeys, JournalBytes: m.JournalBytes - prev.JournalBytes}
-	for ub, n := range m.RESTLatency {
-		if n > prev.RESTLatency[ub] {
-			d.RESTLatency[ub] = n - prev.RESTLatency[ub]
+}
+
+// Since returns the counts of h accrued after prev (an earlier read).
+func (h Hist) Since(prev Hist) Hist {
+	d := make(Hist, len(h))
+	for ub, n := range h {
+		if n > prev[ub] {
+			d[ub] = n - prev[ub]
 		}
 	}
 	return d
 }
 
-// Answers returns how many REST answers m counts.
-func (m Metrics) Answers() uint64 {
+// Count returns how many h counts.
+func (h Hist) Count() uint64 {
 	var n uint64
-	for _, c := range m.RESTLatency {
+	for _, c := range h {
 		n += c
 	}
 	return n
 }
 
 // Quantile returns the upper bound of the bucket holding the q-quantile
-// of the REST answer times (q in (0, 1]); -1 when m counts none or the
-// quantile is in the unbounded bucket.
-func (m Metrics) Quantile(q float64) time.Duration {
-	n := m.Answers()
+// (q in (0, 1]); -1 when h counts nothing or the quantile is in the
+// unbounded bucket.
+func (h Hist) Quantile(q float64) time.Duration {
+	n := h.Count()
 	if n == 0 {
 		return -1
 	}
-	bounds := make([]int64, 0, len(m.RESTLatency))
-	for ub := range m.RESTLatency {
+	bounds := make([]int64, 0, len(h))
+	for ub := range h {
 		if ub != 0 {
 			bounds = append(bounds, ub)
 		}
@@ -118,7 +131,7 @@ func (m Metrics) Quantile(q float64) time.Duration {
 	want := uint64(math.Ceil(q * float64(n)))
 	var c uint64
 	for _, ub := range bounds {
-		if c += m.RESTLatency[ub]; c >= want {
+		if c += h[ub]; c >= want {
 			return time.Duration(ub) * time.Microsecond
 		}
 	}

@@ -8,11 +8,13 @@ import (
 // TestMetricsQuantile: a step's counts are the difference of two reads,
 // and quantiles are the upper bounds of the buckets that hold them.
 func TestMetricsQuantile(t *testing.T) {
-	before := Metrics{RESTLatency: map[int64]uint64{50: 10, 100: 5}, JournalKeys: 7, JournalBytes: 700}
-	after := Metrics{RESTLatency: map[int64]uint64{50: 10, 100: 95, 350: 9, 11000: 1, 0: 0}, JournalKeys: 107, JournalBytes: 10700}
-	d := after.Since(before)
-	if d.Answers() != 100 || d.JournalKeys != 100 || d.JournalBytes != 10000 {
-		t.Fatalf("Since: %d answers, %d keys, %d bytes; want 100, 100, 10000", d.Answers(), d.JournalKeys, d.JournalBytes)
+	before := Metrics{RESTLatency: Hist{50: 10, 100: 5}, WALSync: Hist{200: 3}, JournalKeys: 7, JournalBytes: 700}
+	after := Metrics{RESTLatency: Hist{50: 10, 100: 95, 350: 9, 11000: 1, 0: 0}, WALSync: Hist{200: 5, 300: 1},
+		JournalKeys: 107, JournalBytes: 10700}
+	m := after.Since(before)
+	d := m.RESTLatency
+	if d.Count() != 100 || m.WALSync.Count() != 3 || m.JournalKeys != 100 || m.JournalBytes != 10000 {
+		t.Fatalf("Since: %d answers, %d syncs, %d keys, %d bytes; want 100, 3, 100, 10000", d.Count(), m.WALSync.Count(), m.JournalKeys, m.JournalBytes)
 	}
 	for _, c := range []struct {
 		q    float64
@@ -23,11 +25,11 @@ func TestMetricsQuantile(t *testing.T) {
 			t.Errorf("Quantile(%v): got %v, want %v", c.q, got, c.want)
 		}
 	}
-	slow := Metrics{RESTLatency: map[int64]uint64{50: 1, 0: 1}}
+	slow := Hist{50: 1, 0: 1}
 	if got := slow.Quantile(1); got != -1 {
 		t.Errorf("quantile in the unbounded bucket: got %v, want -1", got)
 	}
-	if got := (Metrics{}).Quantile(0.5); got != -1 {
+	if got := (Hist{}).Quantile(0.5); got != -1 {
 		t.Errorf("no answers: got %v, want -1", got)
 	}
 }

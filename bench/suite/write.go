@@ -170,6 +170,9 @@ func summary(r *Run) *report.Table {
 		t.Add("REST p50 / p99.9 / max there", fmt.Sprintf("%s / %s / %s ms", load.FormatLatency(h.Percentile(50)), load.FormatLatency(h.Percentile(99.9)), load.FormatLatency(h.Max())), "", "")
 		if own := servedLatency(h.Served); own != "" {
 			t.Add("the server's own answer time there, p50 / p99 (the rest is the machine's and the generator's)", own+" ms", "", "")
+			if n := h.Served.WALSync.Count(); n > 0 {
+				t.Add("its WAL fdatasyncs there, p50 / p99", fmt.Sprintf("%s ms (%d syncs, %.1f requests per sync)", p50p99(h.Served.WALSync), n, float64(h.Sent)/float64(n)), "", "")
+			}
 		}
 	}
 	if r.Bare != nil && r.Bare.Half != nil {
@@ -293,8 +296,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
 	}
 	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
-		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99 ms", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
-	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99 ms", "WAL fdatasync p50/p99 ms (count)", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
+	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		file := fmt.Sprintf("%s-%02d-%.0f.hgrm", prefix, i+1, st.Rate)
@@ -315,7 +318,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			load.FormatLatency(st.Percentile(50)), load.FormatLatency(st.Percentile(90)), load.FormatLatency(st.Percentile(99)),
 			load.FormatLatency(st.Percentile(99.9)), load.FormatLatency(st.Max()),
 			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
-			servedLatency(st.Served),
+			servedLatency(st.Served), walSyncs(st.Served),
 			fmt.Sprintf("%.2f", st.ServerCPU), fmt.Sprint(tcpu.Microseconds()),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			runQueue(st.Target.RunDelay, st.Wall),
@@ -514,11 +517,26 @@ func runQueue(d, wall time.Duration) string {
 // servedLatency formats the server's own p50/p99 answer times of a step
 // ("" when the target reports none).
 func servedLatency(m *load.Metrics) string {
-	if m == nil || m.Answers() == 0 {
+	if m == nil {
+		return ""
+	}
+	return p50p99(m.RESTLatency)
+}
+
+// walSyncs formats the p50/p99 of a step's WAL fdatasyncs and their count.
+func walSyncs(m *load.Metrics) string {
+	if m == nil || m.WALSync.Count() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (%d)", p50p99(m.WALSync), m.WALSync.Count())
+}
+
+func p50p99(h load.Hist) string {
+	if h.Count() == 0 {
 		return ""
 	}
 	f := func(q float64) string {
-		if d := m.Quantile(q); d >= 0 {
+		if d := h.Quantile(q); d >= 0 {
 			return load.FormatLatency(d)
 		}
 		return ">1000"

@@ -432,6 +432,7 @@ func TestConcurrentBatches(t *testing.T) {
 	// non-empty buckets whose bounds grow (0, unbounded, only last)
 	var m struct {
 		RestLatencyUs [][2]int64
+		WalFsyncUs    [][2]int64
 		JournalKeys   int64
 		JournalBytes  int64
 	}
@@ -446,6 +447,13 @@ func TestConcurrentBatches(t *testing.T) {
 	}
 	if answered < 40 || m.JournalKeys <= 0 || m.JournalBytes <= m.JournalKeys {
 		t.Errorf("metrics: %d REST answers counted (want >= 40), journal %d keys %d bytes", answered, m.JournalKeys, m.JournalBytes)
+	}
+	var syncs int64 // every acknowledged order waited for one
+	for _, b := range m.WalFsyncUs {
+		syncs += b[1]
+	}
+	if syncs == 0 {
+		t.Errorf("metrics: no WAL fsyncs counted: %v", m.WalFsyncUs)
 	}
 	var bals []struct{ Coin, Available, Frozen string }
 	s.ok(req{method: "GET", path: "/admin/v1/balances?uid=1", admin: true}, &bals)
