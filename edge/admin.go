@@ -257,9 +257,9 @@ func handleAdminState(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred
 func handleAdminMetrics(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
 	keys, bytes := s.node.Written()
 	b := append(st.buf, `{"restLatencyUs":`...)
-	b = s.latency.appendJSON(b)
+	b = appendBuckets(b, s.latency.buckets())
 	b = append(b, `,"walFsyncUs":`...)
-	b = appendWALSyncs(b, s.node.WALSyncs())
+	b = appendBuckets(b, s.node.WALSyncs())
 	b = append(b, `,"journalKeys":`...)
 	b = strconv.AppendUint(b, keys, 10)
 	b = append(b, `,"journalBytes":`...)

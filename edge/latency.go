@@ -43,48 +43,41 @@ func (h *latencyHist) record(d time.Duration) {
 	h.n[i].Add(1)
 }
 
-// upper returns bucket i's exclusive upper bound in µs (0: unbounded).
-func latUpper(i int) int64 {
+// buckets returns the non-empty buckets in order.
+func (h *latencyHist) buckets() []journal.LatencyBucket {
+	var out []journal.LatencyBucket
+	for i := range h.n {
+		if c := h.n[i].Load(); c != 0 {
+			out = append(out, journal.LatencyBucket{Upper: latUpper(i), Count: c})
+		}
+	}
+	return out
+}
+
+// latUpper returns bucket i's exclusive upper bound (0: unbounded).
+func latUpper(i int) time.Duration {
 	switch {
 	case i < latFine:
-		return int64(time.Duration(i+1) * latFineW / time.Microsecond)
+		return time.Duration(i+1) * latFineW
 	case i < latFine+latCoarse:
-		return int64((time.Duration(latFine)*latFineW + time.Duration(i-latFine+1)*latCoarseW) / time.Microsecond)
+		return time.Duration(latFine)*latFineW + time.Duration(i-latFine+1)*latCoarseW
 	}
 	return 0
 }
 
-// appendJSON appends the non-empty buckets as [[upperUs, count], ...]
-// (upperUs 0: one second or more).
-func (h *latencyHist) appendJSON(b []byte) []byte {
-	b = append(b, '[')
-	n := 0
-	for i := range h.n {
-		if c := h.n[i].Load(); c != 0 {
-			b = appendBucket(b, n, latUpper(i), c)
-			n++
-		}
-	}
-	return append(b, ']')
-}
-
-// appendWALSyncs appends the WAL fsync latencies in the same form.
-func appendWALSyncs(b []byte, bs []journal.LatencyBucket) []byte {
+// appendBuckets appends bs as [[upperUs, count], ...] (upperUs 0:
+// unbounded), the form of the admin metrics.
+func appendBuckets(b []byte, bs []journal.LatencyBucket) []byte {
 	b = append(b, '[')
 	for i, x := range bs {
-		b = appendBucket(b, i, x.Upper.Microseconds(), x.Count)
-	}
-	return append(b, ']')
-}
-
-// appendBucket appends the i-th bucket [upperUs, count] of a list.
-func appendBucket(b []byte, i int, upperUs int64, count uint64) []byte {
-	if i > 0 {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, x.Upper.Microseconds(), 10)
 		b = append(b, ',')
+		b = strconv.AppendUint(b, x.Count, 10)
+		b = append(b, ']')
 	}
-	b = append(b, '[')
-	b = strconv.AppendInt(b, upperUs, 10)
-	b = append(b, ',')
-	b = strconv.AppendUint(b, count, 10)
 	return append(b, ']')
 }

@@ -533,7 +533,6 @@ func (x *impl) closeDB() error {
 	return nil
 }
 
-// quietLogger routes Pebble's log lines to Options.Logf.
 // storageEvents logs Pebble's background work that competes with the
 // shards' syncs for the disk and the CPU: memtable flushes, compactions,
 // write stalls and slow disk operations, and WAL files created (new, or
@@ -555,6 +554,7 @@ func storageEvents(logf func(string, ...any)) *pebble.EventListener {
 	}
 }
 
+// quietLogger routes Pebble's log lines to Options.Logf.
 type quietLogger struct{ logf func(string, ...any) }
 
 func (l quietLogger) Infof(format string, args ...any)  {}
@@ -592,6 +592,9 @@ func (n *Node) WALSyncs() []LatencyBucket {
 	var out []LatencyBucket
 	var below uint64 // cumulative count of the buckets before
 	for _, b := range m.Histogram.Bucket {
+		if b.GetUpperBound() <= 0 {
+			continue // (Pebble's first bound is 0) its count joins the next bucket's
+		}
 		c := b.GetCumulativeCount()
 		if c > below {
 			out = append(out, LatencyBucket{Upper: time.Duration(b.GetUpperBound()), Count: c - below})

@@ -55,10 +55,8 @@ func (a *Admin) do(method, path string, body []byte, out any) error {
 
 // Metrics are the server's growing counters (GET /admin/v1/metrics).
 type Metrics struct {
-	RESTLatency  Hist // REST answers by the server's own answer time
-	WALSync      Hist // the journal's WAL fdatasyncs by duration
-	JournalKeys  uint64
-	JournalBytes uint64
+	RESTLatency Hist // REST answers by the server's own answer time
+	WALSync     Hist // the journal's WAL fdatasyncs by duration
 }
 
 // Hist is a latency histogram: bucket upper bound in µs (0: unbounded) ->
@@ -70,8 +68,6 @@ func (a *Admin) Metrics() (Metrics, error) {
 	var r struct {
 		RestLatencyUs [][2]uint64
 		WalFsyncUs    [][2]uint64
-		JournalKeys   uint64
-		JournalBytes  uint64
 	}
 	if err := a.do(fasthttp.MethodGet, "/admin/v1/metrics", nil, &r); err != nil {
 		return Metrics{}, err
@@ -83,14 +79,12 @@ func (a *Admin) Metrics() (Metrics, error) {
 		}
 		return h
 	}
-	return Metrics{RESTLatency: hist(r.RestLatencyUs), WALSync: hist(r.WalFsyncUs),
-		JournalKeys: r.JournalKeys, JournalBytes: r.JournalBytes}, nil
+	return Metrics{RESTLatency: hist(r.RestLatencyUs), WALSync: hist(r.WalFsyncUs)}, nil
 }
 
 // Since returns the counts of m accrued after prev (an earlier read).
 func (m Metrics) Since(prev Metrics) Metrics {
-	return Metrics{RESTLatency: m.RESTLatency.Since(prev.RESTLatency), WALSync: m.WALSync.Since(prev.WALSync),
-		JournalKeys: m.JournalKeys - prev.JournalKeys, JournalBytes: m.JournalBytes - prev.JournalBytes}
+	return Metrics{RESTLatency: m.RESTLatency.Since(prev.RESTLatency), WALSync: m.WALSync.Since(prev.WALSync)}
 }
 
 // Since returns the counts of h accrued after prev (an earlier read).
