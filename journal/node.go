@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/weexcore/exchange/engine"
@@ -33,6 +34,7 @@ type impl struct {
 	opt       Options
 	logf      func(string, ...any)
 	db        *pebble.DB
+	spares    *walSpares   // nil when read-only
 	dbMu      sync.RWMutex // guards db against Close for history readers
 	acc       *engine.Accounts
 	mkts      []*engine.MarketSpec
@@ -105,17 +107,27 @@ func open(o Options) (*Node, error) {
 	}
 	if !o.ReadOnly {
 		po.EventListener = storageEvents(x.logf)
+		if err := x.newSpares(po); err != nil {
+			return nil, err
+		}
 	}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
+		x.closeSpares()
 		return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
 	}
 	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
 		// A new DB is created at an old format and ratcheted up, so its
-		// first WAL lacks sync chunks: reopen to start a WAL that has them.
+		// first WAL lacks sync chunks: reopen to start a WAL that has them
+		// (on a spare of its own, not on whatever the first left half-written).
 		if _, c, err := db.Get([]byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
 			db.Close()
+			x.closeSpares()
+			if err := x.newSpares(po); err != nil {
+				return nil, err
+			}
 			if db, err = pebble.Open(o.Dir, po); err != nil {
+				x.closeSpares()
 				return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
 			}
 		} else if err == nil {
@@ -125,9 +137,27 @@ func open(o Options) (*Node, error) {
 	x.db = db
 	if err := x.start(); err != nil {
 		db.Close()
+		x.closeSpares()
 		return nil, err
 	}
 	return n, nil
+}
+
+// newSpares makes po write WALs onto spares (walspare.go).
+func (x *impl) newSpares(po *pebble.Options) error {
+	sp, err := newWALSpares(vfs.Default, x.opt.Dir, int64(po.MemTableSize), x.logf)
+	if err != nil {
+		return fmt.Errorf("journal: WAL spare in %s: %v", x.opt.Dir, err)
+	}
+	x.spares, po.FS = sp, sp
+	return nil
+}
+
+func (x *impl) closeSpares() {
+	if x.spares != nil {
+		x.spares.close()
+		x.spares = nil
+	}
 }
 
 // start reads the meta, builds the engines, loads and replays, and starts
@@ -527,6 +557,7 @@ func (x *impl) closeDB() error {
 	}
 	err := x.db.Close()
 	x.db = nil
+	x.closeSpares()
 	if err != nil {
 		return fmt.Errorf("journal: close: %v", err)
 	}

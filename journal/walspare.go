@@ -1,0 +1,178 @@
+package journal
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// walSpares is the file system Pebble writes the journal through. It adds
+// one thing: a WAL file written ahead. Each WAL Pebble creates is a file
+// already filled with zeros and synced (the "spare"), renamed to the WAL's
+// name, and a goroutine then writes the next spare, off the commit path.
+//
+// Why: a WAL's fdatasync after an append must also commit the file's new
+// size and blocks to the file system's journal (ext4: a jbd2 commit, a
+// second device flush, and a kernel thread that needs a CPU on a busy
+// machine); after an overwrite of blocks already written it flushes only
+// the data. Pebble gets overwrites only from a recycled WAL, and has one
+// only after memtable flushes, so a fresh exchange (every make bench run)
+// and any WAL longer than the one it recycled paid for appends. Measured
+// on this machine, a raw write+fdatasync loop 700 µs apart: append p50
+// 270-280 / p99 560-640 µs, overwrite 200-215 / 370-380 µs; with 3 busy
+// loops on the 2 CPUs: p99 7.0-9.5 ms against 4.3-5.5. The server at
+// 11,000 req/s (two pairs of runs): WAL fdatasync p50 0.20-0.30 / p99
+// 0.70-1.10 ms against 0.30-0.40 / 1.20-1.30, own answer time p50
+// 0.70-0.80 against 0.95-1.00 ms.
+//
+// The zeros are safe to leave behind: Pebble reads a zeroed chunk at a
+// WAL's end as its end (it does the same for preallocated and recycled
+// WALs, and closes every WAL but the newest with an EOF trailer), and the
+// WAL's name is synced into the directory before Pebble writes to it.
+//
+// Spare sizes follow Pebble's memtable sizes (256 KiB at Open, doubling
+// per WAL up to MemTableSize): a WAL holds about what its memtable does,
+// and small early spares keep the first seconds' rotations cheap. A WAL
+// that outgrows its spare appends, as before.
+type walSpares struct {
+	vfs.FS
+	spare, tmp string
+	max        int64
+	logf       func(string, ...any)
+
+	mu      sync.Mutex
+	ready   bool  // a spare is in place
+	next    int64 // size of the next spare to write
+	filling bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+const (
+	spareFirst = 256 << 10 // Pebble's first memtable
+	// The spare is written in chunks, each synced and followed by a pause,
+	// so the writer never queues more than a chunk ahead of a WAL sync on
+	// the disk (at most ~100 MB/s here).
+	spareChunk = 256 << 10
+	sparePause = time.Millisecond
+)
+
+var errSpareStopped = errors.New("stopped")
+
+// newWALSpares returns fs with WAL spares in dir, and writes the first one
+// now unless one is left from a previous run (a spare is renamed into
+// place only when it is complete and synced; a partial one is removed).
+func newWALSpares(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (*walSpares, error) {
+	w := &walSpares{FS: fs, spare: fs.PathJoin(dir, "journal-wal-spare"), max: max, logf: logf,
+		next: spareFirst, stop: make(chan struct{})}
+	w.tmp = w.spare + ".tmp"
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := fs.Remove(w.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if _, err := fs.Stat(w.spare); err == nil {
+		w.ready = true
+	} else if err := w.write(w.next); err != nil {
+		return nil, err
+	} else {
+		w.ready = true
+	}
+	return w, nil
+}
+
+// Create gives a new WAL the spare when one is ready; anything else is
+// created as usual.
+func (w *walSpares) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	if !strings.HasSuffix(name, ".log") {
+		return w.FS.Create(name, cat)
+	}
+	w.mu.Lock()
+	ready := w.ready
+	w.ready = false
+	w.next = min(2*w.next, w.max)
+	w.mu.Unlock()
+	defer w.fill()
+	if ready {
+		f, err := w.FS.ReuseForWrite(w.spare, name, cat)
+		if err == nil {
+			return f, nil
+		}
+		w.logf("journal: WAL spare: %v (creating %s empty)", err, name)
+	}
+	return w.FS.Create(name, cat)
+}
+
+// fill starts writing the next spare unless one is ready or being written.
+func (w *walSpares) fill() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ready || w.filling {
+		return
+	}
+	select {
+	case <-w.stop:
+		return
+	default:
+	}
+	w.filling = true
+	size := w.next
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		err := w.write(size)
+		if err != nil && err != errSpareStopped {
+			w.logf("journal: WAL spare: %v", err)
+		}
+		w.mu.Lock()
+		w.filling, w.ready = false, err == nil
+		w.mu.Unlock()
+	}()
+}
+
+// write makes a spare of size bytes of zeros: written and synced chunk by
+// chunk into the temporary name, then renamed into place.
+func (w *walSpares) write(size int64) (err error) {
+	f, err := w.FS.Create(w.tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = w.FS.Rename(w.tmp, w.spare)
+		}
+		if err != nil {
+			w.FS.Remove(w.tmp)
+		}
+	}()
+	zeros := make([]byte, spareChunk)
+	for off := int64(0); off < size; off += spareChunk {
+		select {
+		case <-w.stop:
+			return errSpareStopped
+		default:
+		}
+		if _, err := f.Write(zeros); err != nil {
+			return err
+		}
+		if err := f.SyncData(); err != nil {
+			return err
+		}
+		time.Sleep(sparePause)
+	}
+	return f.Sync() // the size, with the data
+}
+
+// close stops writing spares (a spare in place stays for the next Open).
+func (w *walSpares) close() {
+	close(w.stop)
+	w.wg.Wait()
+}
