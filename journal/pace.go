@@ -32,15 +32,6 @@ import (
 //     more often and the fsync stalls come back at the higher rate. At
 //     16,000/s (half of saturation in make bench): gap 700 us 0.85/3.1-4.0,
 //     750 us 0.93-0.95/1.79-1.86, 800 us 1.31-1.33/1.91-1.96.
-//   - With WAL spares (walspare.go: every sync overwrites blocks instead of
-//     appending, so none waits for a file-system journal commit), a gap of
-//     300 us does better than 750 (interleaved runs; client p99 / server's
-//     own p99, ms): at 8,500/s, 15 s runs 2.5-3.1 / 1.9-2.3 against
-//     2.9-8.1 / 2.2-4.3, 10 s runs 1.7-2.5 / 1.5-2.1 against 1.8-2.4 /
-//     1.5-1.9 (p50 0.62-0.83 against 0.79-0.84); at 14,000/s 3.1-3.7 /
-//     2.1-2.5 against 3.6-10.7 / 2.5-2.9; at 21,000/s 15.3 both times
-//     against 50 and 230. The price: ~0.1 core more at 8,500/s (0.86-0.93
-//     against 0.71-0.82). 150 us and no gap at all did no better than 300.
 //   - Still open: a memtable flush (64 MB: every ~15 s at 14,400 orders/s)
 //     writes to the disk the WAL syncs on, and syncs wait behind it: 10-30
 //     ms spikes, p99 over 30 s 3.4-3.5 ms. Smaller memtables (16 MB: 6.4
@@ -49,7 +40,14 @@ import (
 //   - Tried and dropped: spacing commits in each shard with a precise sleep
 //     (commits of several shards then land just after one another and each
 //     needs its own sync: p99 11 ms at 6,000/s); waking the scheduler every
-//     100 us so Pebble's timer fires on time (p99 4.4-5.2 ms at 6,000/s).
+//     100 us so Pebble's timer fires on time (p99 4.4-5.2 ms at 6,000/s);
+//     a 300 us gap once WALs were written on spares (walspare.go): in short
+//     interleaved runs on a fresh server (10-15 s at 8,500-21,000/s) it
+//     beat 750 us on p50 and p99 for ~0.1 core more, but in a make bench
+//     run (results/20261123-142406) it synced 2,163 times/s at half
+//     saturation against 1,216, the server used 0.95 cores there against
+//     0.82, and the REST numbers were worse (half-saturation p99 2.97 ms,
+//     saturation 17,082/s).
 type syncPace struct {
 	commits atomic.Int64 // synced commits so far
 	at      atomic.Int64 // when the rate was last sampled (nanotime)
@@ -62,7 +60,7 @@ const (
 	paceWindow  = 50 * time.Millisecond
 	paceRateOn  = 2500                   // commits/s at which syncs start to be spaced
 	paceRateOff = 1500                   // ... and below which they stop (hysteresis)
-	paceGap     = 300 * time.Microsecond // between sync starts while on
+	paceGap     = 750 * time.Microsecond // between sync starts while on
 )
 
 // commit counts one synced commit.
