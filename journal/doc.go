@@ -27,6 +27,10 @@
 // for every batch in flight, so snapshots and state hashes see only
 // durable state.
 //
+// Pebble writes through walSpares (walspare.go): every WAL file it creates
+// is a file of zeros written and synced ahead, so the WAL's fdatasyncs
+// overwrite blocks rather than append.
+//
 // # Keys
 //
 // See keys.go. Journal records are keyed "j" shard(1) firstSeq(8, big

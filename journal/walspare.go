@@ -104,6 +104,9 @@ func (w *walSpares) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, er
 	if ready {
 		f, err := w.FS.ReuseForWrite(w.spare, name, cat)
 		if err == nil {
+			if st, err := f.Stat(); err == nil {
+				w.logf("journal: WAL %s on a spare of %d KiB", w.FS.PathBase(name), st.Size()>>10)
+			}
 			return f, nil
 		}
 		w.logf("journal: WAL spare: %v (creating %s empty)", err, name)
