@@ -59,10 +59,15 @@ func crashImage(t *testing.T, n *Node, dst string) {
 // submitted together so it lands in few journal records.
 func loadBatches(t *testing.T, n *Node, batches, per int) {
 	t.Helper()
-	a := addUser(t, n, feeUID)
-	_ = a
+	addUser(t, n, feeUID)
 	u := addUser(t, n, 100)
 	v := addUser(t, n, 200)
+	moreBatches(t, n, u, v, batches, per)
+}
+
+// moreBatches is loadBatches' load for its users u (uid 100) and v (200).
+func moreBatches(t *testing.T, n *Node, u, v engine.UserIdx, batches, per int) {
+	t.Helper()
 	for b := 0; b < batches; b++ {
 		var reqs []*Request
 		for i := 0; i < per; i++ {

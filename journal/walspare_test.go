@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 )
 
 // TestWALSpares: every WAL is created on a spare of zeros whose size
-// doubles from 256 KiB up to the maximum; other files are created as
-// usual; a spare left at close is used by the next open, and a partial one
-// is removed.
+// doubles from 256 KiB up to the maximum; a WAL Pebble recycles from a
+// smaller file takes the spare instead, and the smaller file is filled up
+// to be the next; other files are created as usual; a spare left at close
+// is used by the next open, and a partial one is removed.
 func TestWALSpares(t *testing.T) {
 	dir := t.TempDir()
 	const max = 1 << 20
@@ -29,20 +31,7 @@ func TestWALSpares(t *testing.T) {
 		}
 		return st.Size()
 	}
-	waitReady := func() {
-		t.Helper()
-		for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			w.mu.Lock()
-			ready := w.ready
-			w.mu.Unlock()
-			if ready {
-				return
-			}
-			if time.Now().After(end) {
-				t.Fatal("no spare written in 10 s")
-			}
-		}
-	}
+	waitReady := func() { waitSpare(t, w) }
 	for i, want := range []int64{256 << 10, 512 << 10, 1 << 20, 1 << 20} {
 		waitReady()
 		name := filepath.Join(dir, fmt.Sprintf("%06d.log", i+1))
@@ -65,7 +54,40 @@ func TestWALSpares(t *testing.T) {
 		}
 		f.Close()
 	}
-	f, err := w.Create(filepath.Join(dir, "MANIFEST-000001"), "")
+	// Pebble recycles WAL 1 (256 KiB) for WAL 5: the spare (1 MiB) is
+	// larger, so WAL 5 takes it, and WAL 1 becomes the start of the next.
+	waitReady()
+	wal1 := filepath.Join(dir, "000001.log")
+	old, _ := os.ReadFile(wal1)
+	f, err := w.ReuseForWrite(wal1, filepath.Join(dir, "000005.log"), "pebble-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sizeOf(f); got != 1<<20 {
+		t.Fatalf("recycled WAL: %d bytes, want the spare's 1 MiB", got)
+	}
+	f.Close()
+	waitReady()
+	if b, _ := os.ReadFile(w.spare); len(b) != 1<<20 || string(b[:len(old)]) != string(old) || walEnd(b) != walEnd(old) {
+		t.Fatalf("next spare: %d bytes, want WAL 1's %d bytes filled up with zeros to 1 MiB", len(b), len(old))
+	}
+	if _, err := os.Stat(wal1); !os.IsNotExist(err) {
+		t.Fatalf("WAL 1 still there after it became a spare: %v", err)
+	}
+	// A recycled file as large as the spare is Pebble's to reuse.
+	f, err = w.ReuseForWrite(filepath.Join(dir, "000004.log"), filepath.Join(dir, "000006.log"), "pebble-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "000006.log")); len(b) != 1<<20 || walEnd(b) != len("record") {
+		t.Fatalf("WAL 6 is not WAL 4 recycled")
+	}
+	f.Close()
+	if _, err := os.Stat(w.spare); err != nil {
+		t.Fatalf("spare used for a WAL that recycled a large enough file: %v", err)
+	}
+
+	f, err = w.Create(filepath.Join(dir, "MANIFEST-000001"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,5 +115,87 @@ func TestWALSpares(t *testing.T) {
 	defer f.Close()
 	if got := sizeOf(f); got != 1<<20 {
 		t.Fatalf("after reopen: WAL of %d bytes, want the spare left at close (1 MiB)", got)
+	}
+}
+
+// TestWALOnRecycledSpare: memtable flushes make Pebble recycle the small
+// early WALs, and each is filled up into the next spare, old records and
+// all; a crash image taken while the newest WAL is on such a spare opens
+// to the same state (a reader stops at the old records: they name another
+// WAL), and a full read-only replay agrees.
+func TestWALOnRecycledSpare(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(t, dir)
+	var lb logBuf
+	o.Logf = lb.logf
+	n, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.spares.mu.Lock()
+	n.spares.max = 4 << 20 // spares of 256 KiB .. 4 MiB, written in well under a second each
+	n.spares.mu.Unlock()
+	addUser(t, n, feeUID)
+	u, v := addUser(t, n, 100), addUser(t, n, 200)
+	for i := 0; i < 8; i++ {
+		moreBatches(t, n, u, v, 10, 60)
+		waitSpare(t, n.spares)
+		if err := n.db.Flush(); err != nil { // a new WAL; the flushed ones go to the recycler
+			t.Fatal(err)
+		}
+	}
+	moreBatches(t, n, u, v, 10, 60) // into the newest WAL, on a spare that was a recycled WAL
+	recycled := strings.Count(lb.String(), "recycled, starts the next")
+	if recycled < 3 {
+		t.Fatalf("no recycled WAL became a spare:\n%s", lb.String())
+	}
+	h, seqs, _ := n.State(deadline())
+	img := filepath.Join(t.TempDir(), "img")
+	crashImage(t, n, img)
+	n.Close()
+	b, err := os.ReadFile(newestWAL(t, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if walEnd(b) == len(b) {
+		t.Fatal("the newest WAL is not on a spare")
+	}
+	n, err = Open(testOptions(t, img))
+	if err != nil {
+		t.Fatalf("open the crash image: %v", err)
+	}
+	h2, seqs2, _ := n.State(deadline())
+	if err := n.Check(deadline()); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	if h2 != h || fmt.Sprint(seqs2) != fmt.Sprint(seqs) {
+		t.Fatalf("after the crash image: hash %s seqs %v, before %s %v", hashString(h2), seqs2, hashString(h), seqs)
+	}
+	ro, err := Open(Options{Dir: img, ReadOnly: true, FullReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hf, _, _ := ro.State(deadline())
+	ro.Close()
+	if hf != h {
+		t.Fatalf("full replay %s, live %s", hashString(hf), hashString(h))
+	}
+	t.Logf("%d recycled WALs became spares", recycled)
+}
+
+// waitSpare waits until w has a spare ready.
+func waitSpare(t *testing.T, w *walSpares) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		ready := w.ready
+		w.mu.Unlock()
+		if ready {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("no spare written in 10 s")
+		}
 	}
 }
