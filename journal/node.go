@@ -119,7 +119,8 @@ func open(o Options) (*Node, error) {
 	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
 		// A new DB is created at an old format and ratcheted up, so its
 		// first WAL lacks sync chunks: reopen to start a WAL that has them
-		// (on a spare of its own, not on whatever the first left half-written).
+		// (closing the first stops the spare it was writing; the second
+		// gets a spare written anew).
 		if _, c, err := db.Get([]byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
 			db.Close()
 			x.closeSpares()
