@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +72,8 @@ var errSpareStopped = errors.New("stopped")
 
 // newWALSpares returns fs with WAL spares in dir, and writes the first one
 // now unless one is left from a previous run (a spare is renamed into
-// place only when it is complete and synced; a partial one is removed).
+// place only when it is complete and synced; a partial one, left by a
+// crash, is filled up into the next).
 func newWALSpares(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (*walSpares, error) {
 	w := &walSpares{FS: fs, spare: fs.PathJoin(dir, "journal-wal-spare"), max: max, logf: logf,
 		next: spareFirst, stop: make(chan struct{})}
@@ -81,17 +81,14 @@ func newWALSpares(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := fs.Remove(w.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
 	if st, err := fs.Stat(w.spare); err == nil {
-		w.size = st.Size()
-	} else if err := w.write(w.next, 0); err != nil { // nothing to share the disk with yet
-		return nil, err
+		w.size, w.ready = st.Size(), true
+	} else if size, err := w.write(w.next, 0); err != nil { // nothing to share the disk with yet
+		// Not fatal: WALs are then created empty, as Pebble would.
+		logf("journal: WAL spare: %v", err)
 	} else {
-		w.size = w.next
+		w.size, w.ready = size, true
 	}
-	w.ready = true
 	return w, nil
 }
 
@@ -177,26 +174,27 @@ func (w *walSpares) fill() {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		err := w.write(size, sparePause)
+		got, err := w.write(size, sparePause)
 		if err != nil && err != errSpareStopped {
 			w.logf("journal: WAL spare: %v", err)
 		}
 		w.mu.Lock()
 		w.filling, w.ready = false, err == nil
 		if err == nil {
-			w.size = size
+			w.size = got
 		}
 		w.mu.Unlock()
 	}()
 }
 
-// write makes a spare of at least size bytes: the temporary file (a
-// recycled WAL, or a new empty file) is filled up with zeros, written and
-// synced chunk by chunk (pause after each), then renamed into place.
-func (w *walSpares) write(size int64, pause time.Duration) (err error) {
+// write makes a spare of at least size bytes and returns its size: the
+// temporary file (a recycled WAL, a partial spare, or a new empty file) is
+// filled up with zeros, written and synced chunk by chunk (pause after
+// each), then renamed into place.
+func (w *walSpares) write(size int64, pause time.Duration) (got int64, err error) {
 	f, err := w.FS.OpenReadWrite(w.tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil {
@@ -211,24 +209,25 @@ func (w *walSpares) write(size int64, pause time.Duration) (err error) {
 	}()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	zeros := make([]byte, spareChunk)
-	for off := st.Size(); off < size; off += spareChunk {
+	got = st.Size()
+	for ; got < size; got += spareChunk {
 		select {
 		case <-w.stop:
-			return errSpareStopped
+			return 0, errSpareStopped
 		default:
 		}
-		if _, err := f.WriteAt(zeros, off); err != nil {
-			return err
+		if _, err := f.WriteAt(zeros, got); err != nil {
+			return 0, err
 		}
 		if err := f.SyncData(); err != nil {
-			return err
+			return 0, err
 		}
 		time.Sleep(pause)
 	}
-	return f.Sync() // the size, with the data
+	return got, f.Sync() // the size, with the data
 }
 
 // close stops writing spares (a spare in place stays for the next Open).

@@ -15,7 +15,7 @@ import (
 // doubles from 256 KiB up to the maximum; a WAL Pebble recycles from a
 // smaller file takes the spare instead, and the smaller file is filled up
 // to be the next; other files are created as usual; a spare left at close
-// is used by the next open, and a partial one is removed.
+// is used by the next open, and a partial one is filled up.
 func TestWALSpares(t *testing.T) {
 	dir := t.TempDir()
 	const max = 1 << 20
@@ -98,16 +98,14 @@ func TestWALSpares(t *testing.T) {
 	waitReady()
 	w.close()
 
-	// A spare left in place is taken as it is; a partial one is removed.
+	// A spare left in place is taken as it is; a partial one left by a
+	// crash is filled up into the next.
 	os.WriteFile(w.tmp, []byte{0}, 0o644)
 	w, err = newWALSpares(vfs.Default, dir, max, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.close()
-	if _, err := os.Stat(w.tmp); !os.IsNotExist(err) {
-		t.Fatalf("partial spare still there: %v", err)
-	}
 	f, err = w.Create(filepath.Join(dir, "000009.log"), "pebble-wal")
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +113,13 @@ func TestWALSpares(t *testing.T) {
 	defer f.Close()
 	if got := sizeOf(f); got != 1<<20 {
 		t.Fatalf("after reopen: WAL of %d bytes, want the spare left at close (1 MiB)", got)
+	}
+	waitReady()
+	if b, _ := os.ReadFile(w.spare); len(b) < 512<<10 || len(b) >= 512<<10+spareChunk || walEnd(b) != 0 || int64(len(b)) != w.size {
+		t.Fatalf("next spare after reopen: %d bytes (%d not zero; size known %d), want 512 KiB of zeros, and the byte left", len(b), walEnd(b), w.size)
+	}
+	if _, err := os.Stat(w.tmp); !os.IsNotExist(err) {
+		t.Fatalf("partial spare still there: %v", err)
 	}
 }
 
