@@ -12,8 +12,9 @@ import (
 
 // committer is group commit while syncs are paced (pace.go): shards hand
 // it their built batches and go on applying; it waits for the next sync
-// slot (paceGap after the previous sync started), merges every batch
-// queued by then into one Pebble batch, commits it with one fdatasync and
+// slot (paceGap after the previous sync started), seals every batch
+// queued by then (a shard's newest batch is open to its next segments
+// until then: shard.go), merges them into one Pebble batch, commits it with one fdatasync and
 // marks each handed batch durable; the shard then answers it. Without
 // pacing (and with none of its batches in flight) a shard commits its
 // batches itself.
@@ -29,6 +30,7 @@ type committer struct {
 }
 
 type pendingCommit struct {
+	seal func() // finishes wb (the shard's open batch) before it is taken
 	wb   *pebble.Batch
 	err  error
 	fin  atomic.Bool   // set, with err, once the batch is durable (or failed)
@@ -74,6 +76,9 @@ func (c *committer) run() {
 			continue
 		}
 		last = nanotime()
+		for _, p := range batch {
+			p.seal()
+		}
 		var err error
 		if len(batch) == 1 {
 			err = batch[0].wb.Commit(pebble.Sync)

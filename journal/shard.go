@@ -2,6 +2,7 @@ package journal
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,13 +52,15 @@ var testApplied func(shard int, c *engine.Cmd, o *engine.Out)
 const maxFlights = 16
 
 type flight struct {
-	wb    *pebble.Batch
-	reqs  []*Request
-	adds  []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
-	mark  int        // engine.PendingLen after the batch's last command
-	seq   uint64     // the batch's last seq
-	count int
-	pc    pendingCommit
+	wb     *pebble.Batch
+	reqs   []*Request
+	adds   []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
+	mark   int        // engine.PendingLen after the batch's last command
+	first  uint64     // the batch's first seq
+	seq    uint64     // the batch's last seq
+	timeMs int64      // the time of every command in it
+	count  int
+	pc     pendingCommit
 }
 
 type shard struct {
@@ -84,10 +87,19 @@ type shard struct {
 	head, n int
 	batch   []*Request
 	out     engine.Out
-	hist    *histBatch
-	rec     []byte
-	key     []byte // scratch
-	val     []byte // scratch
+
+	// The newest flight stays open while it waits for its sync slot: the
+	// segments drained meanwhile (within the same millisecond) join it,
+	// so a sync writes one journal record per shard and millisecond
+	// rather than one per wake-up, which under load is one per request.
+	// The committer seals it (finishes its record and history rows) when
+	// it takes it. openMu guards open and everything sealing uses.
+	openMu sync.Mutex
+	open   *flight
+	hist   *histBatch
+	rec    []byte
+	key    []byte // scratch
+	val    []byte // scratch
 }
 
 func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
@@ -102,6 +114,7 @@ func (s *shard) run() {
 		f.wb = s.x.db.NewBatch(pebble.WithInitialSizeBytes(256<<10), pebble.WithMaxRetainedSizeBytes(64<<20))
 		defer f.wb.Close()
 		f.pc.done = make(chan struct{}, 1)
+		f.pc.seal = func() { s.seal(f) }
 	}
 	if s.x.opt.PinCPUs {
 		runtime.LockOSThread()
@@ -168,13 +181,21 @@ func (s *shard) segment(b []*Request) {
 	}
 	s.timeMs = now
 	x := s.x
-	first := s.seq + 1
-	s.rec = appendRecordHeader(s.rec[:0], s.id, first, now)
-	f := &s.fl[(s.head+s.n)%maxFlights]
-	wb := f.wb
+	s.openMu.Lock()
+	f := s.open
+	if f != nil && f.timeMs != now {
+		s.sealLocked(f) // a new millisecond: a new record (the committer has it queued)
+		f = nil
+	}
+	opened := f == nil
+	if opened {
+		f = &s.fl[(s.head+s.n)%maxFlights]
+		f.first, f.timeMs, f.count = s.seq+1, now, 0
+		f.reqs, f.adds = f.reqs[:0], f.adds[:0]
+		s.rec = appendRecordHeader(s.rec[:0], s.id, f.first, now)
+		s.hist.reset()
+	}
 	count := 0
-	f.adds = f.adds[:0]
-	s.hist.reset()
 	for _, r := range b {
 		if r.Query != QueryNone {
 			s.query(r)
@@ -191,7 +212,7 @@ func (s *shard) segment(b []*Request) {
 			testApplied(s.id, c, &s.out)
 		}
 		if !benchNoHistory {
-			s.history(wb, c, s.seq-first)
+			s.history(f.wb, c, s.seq-f.first)
 		}
 		r.Out.Reject, r.Out.BillID, r.HasOrder = s.out.Reject, s.out.BillID, s.out.OrderAt != 0
 		if r.HasOrder {
@@ -202,45 +223,78 @@ func (s *shard) segment(b []*Request) {
 			f.adds = append(f.adds, r)
 		}
 	}
+	if opened && count == 0 {
+		// Queries only: answered once everything before them is durable.
+		s.openMu.Unlock()
+		s.finishAll()
+		s.answer(b, nil)
+		return
+	}
+	f.count += count
+	f.reqs = append(f.reqs, b...)
+	f.mark, f.seq = s.eng.PendingLen(), s.seq
 	if count > 0 {
-		s.rec = finishRecord(s.rec, count)
-		s.key, s.val = s.hist.write(wb, s.id, first, now, s.key, s.val)
-		s.key = journalKey(s.key[:0], s.id, first)
-		wb.Set(s.key, s.rec, nil)
-		s.wroteKeys.Add(uint64(wb.Count()))
-		s.wroteBytes.Add(uint64(wb.Len()))
+		x.syncPace.commit()
 	}
 	paced := x.syncPace.interval() > 0 && !x.ackBeforeSync
-	if count > 0 && (paced || s.n > 0) {
-		// Pipelined: the committer syncs this batch (with other shards')
-		// at the next sync slot while the shard goes on applying.
-		f.reqs = append(f.reqs[:0], b...)
-		f.mark, f.seq, f.count = s.eng.PendingLen(), s.seq, count
-		x.syncPace.commit()
-		f.pc.wb = wb
-		x.committer.enqueue(&f.pc)
-		s.n++
-		if s.n == maxFlights {
-			s.finishOldest()
+	if !opened || paced || s.n > 0 {
+		// Pipelined: the committer seals and syncs this batch (with other
+		// shards') at the next sync slot while the shard goes on applying;
+		// until then later segments of the same millisecond join it.
+		if opened {
+			s.open = f
+			s.n++
+		}
+		s.openMu.Unlock()
+		if opened {
+			f.pc.wb = f.wb
+			x.committer.enqueue(&f.pc)
+			if s.n == maxFlights {
+				s.finishOldest()
+			}
 		}
 		return
 	}
-	s.finishAll() // queries are answered after everything before them is durable
-	if count > 0 {
-		if x.ackBeforeSync {
-			// Broken on purpose (the crash test's self-check): answer
-			// before the commit, so a kill can take back acked commands.
-			s.answer(b, f.adds)
-			b = nil
-		}
-		x.syncPace.commit()
-		if err := wb.Commit(pebble.Sync); err != nil {
-			s.commitFailed(err)
-		}
-		wb.Reset() // keeps its buffer: a drained batch is megabytes
-		x.sinceSnap.Add(int64(count))
+	s.sealLocked(f)
+	s.openMu.Unlock()
+	reqs := f.reqs
+	if x.ackBeforeSync {
+		// Broken on purpose (the crash test's self-check): answer
+		// before the commit, so a kill can take back acked commands.
+		s.answer(reqs, f.adds)
+		reqs = nil
 	}
-	s.answer(b, f.adds)
+	if err := f.wb.Commit(pebble.Sync); err != nil {
+		s.commitFailed(err)
+	}
+	f.wb.Reset() // keeps its buffer: a drained batch is megabytes
+	x.sinceSnap.Add(int64(f.count))
+	s.answer(reqs, f.adds)
+	clear(f.reqs)
+}
+
+// seal finishes f for the committer, unless a later segment of the shard
+// already did.
+func (s *shard) seal(f *flight) {
+	s.openMu.Lock()
+	if s.open == f {
+		s.sealLocked(f)
+	}
+	s.openMu.Unlock()
+}
+
+// sealLocked writes f's journal record and history rows into its batch
+// and closes it (openMu held).
+func (s *shard) sealLocked(f *flight) {
+	s.rec = finishRecord(s.rec, f.count)
+	s.key, s.val = s.hist.write(f.wb, s.id, f.first, f.timeMs, s.key, s.val)
+	s.key = journalKey(s.key[:0], s.id, f.first)
+	f.wb.Set(s.key, s.rec, nil)
+	s.wroteKeys.Add(uint64(f.wb.Count()))
+	s.wroteBytes.Add(uint64(f.wb.Len()))
+	if s.open == f {
+		s.open = nil
+	}
 }
 
 // commitFailed stops the process: the state in memory is ahead of the
