@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/weexcore/exchange/engine"
 )
 
@@ -402,5 +404,67 @@ func TestSeeded(t *testing.T) {
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestSegmentsJoinOpenBatch: while syncs are paced, requests the shard
+// drains one at a time (each submitted once the one before is applied)
+// join the batch waiting for its sync slot when they fall in the same
+// millisecond: fewer journal records than requests, some holding several.
+func TestSegmentsJoinOpenBatch(t *testing.T) {
+	testForcePace = true
+	defer func() { testForcePace = false }()
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := addUser(t, n, 100)
+	_, before, _ := n.State(deadline())
+	const reqs = 40
+	var rs []*Request
+	for i := 0; i < reqs; i++ {
+		r := AcquireRequest()
+		r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 2, Amount: 1}
+		if err := n.Submit(r); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+		for sh := n.shards[len(n.shards)-1]; sh.applying.Load() < before[len(before)-1]+uint64(i+1); {
+			// drained alone: the next request comes in the shard's next drain
+		}
+	}
+	for _, r := range rs {
+		if err := r.Wait(deadline()); err != nil {
+			t.Fatal(err)
+		}
+		ReleaseRequest(r)
+	}
+	_, after, _ := n.State(deadline())
+	n.Close()
+	ledger := len(after) - 1
+	if got := after[ledger] - before[ledger]; got != reqs {
+		t.Fatalf("ledger applied %d deposits, want %d", got, reqs)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lo := journalKey(nil, ledger, before[ledger]+1)
+	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: journalKey(nil, ledger+1, 0)})
+	defer it.Close()
+	records, most := 0, 0
+	var cmds []engine.Cmd
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if cmds, err = decodeRecord(it.Value(), int(k[1]), be.Uint64(k[2:]), cmds[:0]); err != nil {
+			t.Fatal(err)
+		}
+		records, most = records+1, max(most, len(cmds))
+	}
+	t.Logf("%d deposits drained one by one: %d journal records, the largest holds %d", reqs, records, most)
+	if most < 2 || records >= reqs {
+		t.Fatalf("%d journal records for %d deposits drained one by one, none with more than %d", records, reqs, most)
 	}
 }
