@@ -136,12 +136,41 @@ func open(o Options) (*Node, error) {
 		}
 	}
 	x.db = db
+	if sp := x.spares; sp != nil {
+		sp.wg.Add(1)
+		go x.watchL0(sp)
+	}
 	if err := x.start(); err != nil {
 		db.Close()
 		x.closeSpares()
 		return nil, err
 	}
+	if x.spares != nil {
+		x.spares.pacer.on.Store(true)
+	}
 	return n, nil
+}
+
+// watchL0 samples L0's depth for sp's pacer of compactions (tablepace.go)
+// until sp is closed.
+func (x *impl) watchL0(sp *walSpares) {
+	defer sp.wg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-sp.stop:
+			return
+		case <-t.C:
+		}
+		if !x.dbMu.TryRLock() { // closing (closeDB holds it and waits for this goroutine)
+			continue
+		}
+		if x.db != nil {
+			sp.pacer.l0.Store(int32(x.db.Metrics().Levels[0].Sublevels))
+		}
+		x.dbMu.RUnlock()
+	}
 }
 
 // newSpares makes po write WALs onto spares (walspare.go).
@@ -550,6 +579,7 @@ func (x *impl) closeDB() error {
 		return nil
 	}
 	if !x.opt.ReadOnly {
+		x.spares.pacer.on.Store(false) // nothing left to make room for
 		// Flush the memtable so the next Open (or audit) need not replay
 		// up to 64 MB of WAL before it can replay the journal.
 		if err := x.db.Flush(); err != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // walSpares is the file system Pebble writes the journal through. It adds
-// one thing: a WAL file written ahead. Each WAL Pebble creates is a file
+// a WAL file written ahead, and paces flushes and compactions
+// (tablepace.go). Each WAL Pebble creates is a file
 // already filled with zeros and synced (the "spare"), renamed to the WAL's
 // name, and a goroutine then writes the next spare, off the commit path.
 //
@@ -46,6 +47,7 @@ type walSpares struct {
 	spare, tmp string
 	max        int64
 	logf       func(string, ...any)
+	pacer      tablePacer // flushes' and compactions' writes (tablepace.go)
 
 	mu      sync.Mutex
 	ready   bool  // a spare is in place
@@ -92,10 +94,17 @@ func newWALSpares(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (
 	return w, nil
 }
 
-// Create gives a new WAL the spare when one is ready; anything else is
-// created as usual.
+// Create gives a new WAL the spare when one is ready, and the files of
+// flushes and compactions to the pacer; anything else is created as usual.
 func (w *walSpares) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
-	if !strings.HasSuffix(name, ".log") {
+	switch {
+	case cat == "pebble-memtable-flush" || cat == "pebble-compaction":
+		f, err := w.FS.Create(name, cat)
+		if err != nil {
+			return nil, err
+		}
+		return pacedFile{File: f, p: &w.pacer, compaction: cat == "pebble-compaction"}, nil
+	case !strings.HasSuffix(name, ".log"):
 		return w.FS.Create(name, cat)
 	}
 	return w.newWAL("", name, cat)
