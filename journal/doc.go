@@ -35,7 +35,8 @@
 //
 // Pebble writes through walSpares (walspare.go): every WAL file it creates
 // is a file of zeros written and synced ahead, so the WAL's fdatasyncs
-// overwrite blocks rather than append.
+// overwrite blocks rather than append; and its flushes and compactions
+// write at a paced rate (tablepace.go).
 //
 // # Keys
 //
