@@ -141,8 +141,8 @@ func open(o Options) (*Node, error) {
 		go x.watchL0(sp)
 	}
 	if err := x.start(); err != nil {
+		x.closeSpares() // first: it stops watchL0, which reads db
 		db.Close()
-		x.closeSpares()
 		return nil, err
 	}
 	if x.spares != nil {
