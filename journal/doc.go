@@ -33,7 +33,7 @@
 // for every batch in flight, so snapshots and state hashes see only
 // durable state.
 //
-// Pebble writes through walSpares (walspare.go): every WAL file it creates
+// Pebble writes through a journalFS (walspare.go): every WAL file it creates
 // is a file of zeros written and synced ahead, so the WAL's fdatasyncs
 // overwrite blocks rather than append; and its flushes and compactions
 // write at a paced rate (tablepace.go).

@@ -34,7 +34,7 @@ type impl struct {
 	opt       Options
 	logf      func(string, ...any)
 	db        *pebble.DB
-	spares    *walSpares   // nil when read-only
+	fs        *journalFS   // nil when read-only
 	dbMu      sync.RWMutex // guards db against Close for history readers
 	acc       *engine.Accounts
 	mkts      []*engine.MarketSpec
@@ -107,13 +107,13 @@ func open(o Options) (*Node, error) {
 	}
 	if !o.ReadOnly {
 		po.EventListener = storageEvents(x.logf)
-		if err := x.newSpares(po); err != nil {
+		if err := x.openFS(po); err != nil {
 			return nil, err
 		}
 	}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
-		x.closeSpares()
+		x.closeFS()
 		return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
 	}
 	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
@@ -123,12 +123,12 @@ func open(o Options) (*Node, error) {
 		// gets a spare written anew).
 		if _, c, err := db.Get([]byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
 			db.Close()
-			x.closeSpares()
-			if err := x.newSpares(po); err != nil {
+			x.closeFS()
+			if err := x.openFS(po); err != nil {
 				return nil, err
 			}
 			if db, err = pebble.Open(o.Dir, po); err != nil {
-				x.closeSpares()
+				x.closeFS()
 				return nil, fmt.Errorf("journal: open %s: %v", o.Dir, err)
 			}
 		} else if err == nil {
@@ -136,24 +136,24 @@ func open(o Options) (*Node, error) {
 		}
 	}
 	x.db = db
-	if sp := x.spares; sp != nil {
+	if sp := x.fs; sp != nil {
 		sp.wg.Add(1)
 		go x.watchL0(sp)
 	}
 	if err := x.start(); err != nil {
-		x.closeSpares() // first: it stops watchL0, which reads db
+		x.closeFS() // first: it stops watchL0, which reads db
 		db.Close()
 		return nil, err
 	}
-	if x.spares != nil {
-		x.spares.pacer.on.Store(true)
+	if x.fs != nil {
+		x.fs.pacer.on.Store(true)
 	}
 	return n, nil
 }
 
 // watchL0 samples L0's depth for sp's pacer of compactions (tablepace.go)
 // until sp is closed.
-func (x *impl) watchL0(sp *walSpares) {
+func (x *impl) watchL0(sp *journalFS) {
 	defer sp.wg.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -173,20 +173,21 @@ func (x *impl) watchL0(sp *walSpares) {
 	}
 }
 
-// newSpares makes po write WALs onto spares (walspare.go).
-func (x *impl) newSpares(po *pebble.Options) error {
-	sp, err := newWALSpares(vfs.Default, x.opt.Dir, int64(po.MemTableSize), x.logf)
+// openFS makes Pebble write through a journalFS (walspare.go): WALs on
+// spares, paced flushes and compactions (tablepace.go).
+func (x *impl) openFS(po *pebble.Options) error {
+	sp, err := newJournalFS(vfs.Default, x.opt.Dir, int64(po.MemTableSize), x.logf)
 	if err != nil {
 		return fmt.Errorf("journal: WAL spare in %s: %v", x.opt.Dir, err)
 	}
-	x.spares, po.FS = sp, sp
+	x.fs, po.FS = sp, sp
 	return nil
 }
 
-func (x *impl) closeSpares() {
-	if x.spares != nil {
-		x.spares.close()
-		x.spares = nil
+func (x *impl) closeFS() {
+	if x.fs != nil {
+		x.fs.close()
+		x.fs = nil
 	}
 }
 
@@ -579,7 +580,7 @@ func (x *impl) closeDB() error {
 		return nil
 	}
 	if !x.opt.ReadOnly {
-		x.spares.pacer.on.Store(false) // nothing left to make room for
+		x.fs.pacer.on.Store(false) // nothing left to make room for
 		// Flush the memtable so the next Open (or audit) need not replay
 		// up to 64 MB of WAL before it can replay the journal.
 		if err := x.db.Flush(); err != nil {
@@ -588,7 +589,7 @@ func (x *impl) closeDB() error {
 	}
 	err := x.db.Close()
 	x.db = nil
-	x.closeSpares()
+	x.closeFS()
 	if err != nil {
 		return fmt.Errorf("journal: close: %v", err)
 	}

@@ -292,9 +292,7 @@ func (s *shard) sealLocked(f *flight) {
 	f.wb.Set(s.key, s.rec, nil)
 	s.wroteKeys.Add(uint64(f.wb.Count()))
 	s.wroteBytes.Add(uint64(f.wb.Len()))
-	if s.open == f {
-		s.open = nil
-	}
+	s.open = nil // f was the open flight, or (a synchronous commit) there was none
 }
 
 // commitFailed stops the process: the state in memory is ahead of the

@@ -40,7 +40,7 @@ type tablePacer struct {
 }
 
 const (
-	tableWriteRate = 8 << 20 // bytes per second, flushes and compactions together
+	tableWriteRate = 8_000_000 // bytes per second, flushes and compactions together
 	l0PaceLimit    = 8
 )
 

@@ -13,7 +13,7 @@ import (
 // neither are never paced.
 func TestTablePacer(t *testing.T) {
 	dir := t.TempDir()
-	w, err := newWALSpares(vfs.Default, dir, 1<<20, t.Logf)
+	w, err := newJournalFS(vfs.Default, dir, 1<<20, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func TestWALSpares(t *testing.T) {
 	dir := t.TempDir()
 	const max = 1 << 20
-	w, err := newWALSpares(vfs.Default, dir, max, t.Logf)
+	w, err := newJournalFS(vfs.Default, dir, max, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestWALSpares(t *testing.T) {
 	// A spare left in place is taken as it is; a partial one left by a
 	// crash is filled up into the next.
 	os.WriteFile(w.tmp, []byte{0}, 0o644)
-	w, err = newWALSpares(vfs.Default, dir, max, t.Logf)
+	w, err = newJournalFS(vfs.Default, dir, max, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +125,9 @@ func TestWALSpares(t *testing.T) {
 
 // TestWALOnRecycledSpare: memtable flushes make Pebble recycle the small
 // early WALs, and each is filled up into the next spare, old records and
-// all; a crash image taken while the newest WAL is on such a spare opens
-// to the same state (a reader stops at the old records: they name another
-// WAL), and a full read-only replay agrees.
+// all, so the later WALs are written over another WAL's records; a crash
+// image then opens to the same state (a reader stops at the old records:
+// they name another WAL), and a full read-only replay agrees.
 func TestWALOnRecycledSpare(t *testing.T) {
 	dir := t.TempDir()
 	o := testOptions(t, dir)
@@ -137,14 +137,14 @@ func TestWALOnRecycledSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.spares.mu.Lock()
-	n.spares.max = 4 << 20 // spares of 256 KiB .. 4 MiB, written in well under a second each
-	n.spares.mu.Unlock()
+	n.fs.mu.Lock()
+	n.fs.max = 4 << 20 // spares of 256 KiB .. 4 MiB, written in well under a second each
+	n.fs.mu.Unlock()
 	addUser(t, n, feeUID)
 	u, v := addUser(t, n, 100), addUser(t, n, 200)
 	for i := 0; i < 8; i++ {
 		moreBatches(t, n, u, v, 10, 60)
-		waitSpare(t, n.spares)
+		waitSpare(t, n.fs)
 		if err := n.db.Flush(); err != nil { // a new WAL; the flushed ones go to the recycler
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestWALOnRecycledSpare(t *testing.T) {
 }
 
 // waitSpare waits until w has a spare ready.
-func waitSpare(t *testing.T, w *walSpares) {
+func waitSpare(t *testing.T, w *journalFS) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		w.mu.Lock()
