@@ -77,9 +77,9 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 			var qty Qty
 			var count int32
 			prev := handle(0)
-			for h := lv.head; h != 0; h = e.pool.get(h).next {
+			for h := lv.head; h != 0; h = e.pool.ln(h).next {
 				o := e.pool.get(h)
-				if o.prev != prev || o.price != lv.price || o.lvl != lh || (o.side == Sell) != sd.ask || !o.status.Working() ||
+				if e.pool.ln(h).prev != prev || o.price != lv.price || o.lvl != lh || (o.side == Sell) != sd.ask || !o.status.Working() ||
 					o.filled < 0 || o.filled >= o.qty || o.market != s.ID {
 					return 0, fmt.Errorf("engine: %s: order %d is inconsistent with its level %d", s.Symbol, o.id, lv.price)
 				}
@@ -120,7 +120,7 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 	err := m.users.each(func(key uint64, li int32) error {
 		u, ul := UserIdx(key-1), m.lists[li]
 		k := int32(0)
-		for h := ul.head; h != 0; h = e.pool.get(h).unext {
+		for h := ul.head; h != 0; h = e.pool.ln(h).unext {
 			if e.pool.get(h).user != u {
 				return fmt.Errorf("engine: %s: user list of %d holds another user's order", s.Symbol, u)
 			}

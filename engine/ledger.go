@@ -55,7 +55,7 @@ func (e *Engine) cancelAll(c *Cmd) Reject {
 	}
 	for h := ul.head; h != 0; {
 		o := e.pool.get(h)
-		next := o.unext
+		next := e.pool.ln(h).unext
 		e.remove(m, h, o, StatusCanceled)
 		h = next
 	}

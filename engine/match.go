@@ -45,7 +45,7 @@ func (e *Engine) fillable(m *market, opp *side, o *order) bool {
 		if !crosses(o.side, o.price, lv.price) {
 			return false
 		}
-		for h := lv.head; h != 0; h = e.pool.get(h).next {
+		for h := lv.head; h != 0; h = e.pool.ln(h).next {
 			r := e.pool.get(h)
 			if n++; n > MaxFillsPerOrder {
 				return false
@@ -252,9 +252,10 @@ func (e *Engine) link(sd *side, h handle, o *order) {
 	}
 	o.lvl = lh
 	lv := e.lvls.get(lh)
-	o.prev = lv.tail
+	l := e.pool.ln(h)
+	l.prev, l.next = lv.tail, 0
 	if lv.tail != 0 {
-		e.pool.get(lv.tail).next = h
+		e.pool.ln(lv.tail).next = h
 	} else {
 		lv.head = h
 	}
@@ -268,9 +269,10 @@ func (e *Engine) link(sd *side, h handle, o *order) {
 func (e *Engine) index(m *market, h handle, o *order) {
 	ul, li := m.listFor(o.user)
 	o.list = li
-	o.uprev = ul.tail
+	l := e.pool.ln(h)
+	l.uprev, l.unext = ul.tail, 0
 	if ul.tail != 0 {
-		e.pool.get(ul.tail).unext = h
+		e.pool.ln(ul.tail).unext = h
 	} else {
 		ul.head = h
 	}
@@ -299,15 +301,16 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 		coin = m.spec.Base
 	}
 	lv := e.lvls.get(o.lvl)
-	if o.prev != 0 {
-		e.pool.get(o.prev).next = o.next
+	l := e.pool.ln(h)
+	if l.prev != 0 {
+		e.pool.ln(l.prev).next = l.next
 	} else {
-		lv.head = o.next
+		lv.head = l.next
 	}
-	if o.next != 0 {
-		e.pool.get(o.next).prev = o.prev
+	if l.next != 0 {
+		e.pool.ln(l.next).prev = l.prev
 	} else {
-		lv.tail = o.prev
+		lv.tail = l.prev
 	}
 	lv.qty -= o.qty - o.filled
 	lv.count--
@@ -317,15 +320,15 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	}
 
 	ul := &m.lists[o.list]
-	if o.uprev != 0 {
-		e.pool.get(o.uprev).unext = o.unext
+	if l.uprev != 0 {
+		e.pool.ln(l.uprev).unext = l.unext
 	} else {
-		ul.head = o.unext
+		ul.head = l.unext
 	}
-	if o.unext != 0 {
-		e.pool.get(o.unext).uprev = o.uprev
+	if l.unext != 0 {
+		e.pool.ln(l.unext).uprev = l.uprev
 	} else {
-		ul.tail = o.uprev
+		ul.tail = l.uprev
 	}
 	if ul.n--; ul.n == 0 {
 		m.dropList(o.user)

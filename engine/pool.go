@@ -4,9 +4,9 @@ package engine
 type handle int32
 
 // order is a working order. Orders live in a pool of fixed chunks (so growth
-// never copies them) and link into their price level's queue (prev/next),
-// their owner's list in the market (uprev/unext) and a client-id hash chain
-// (cnext).
+// never copies them) and link into their price level's queue and their
+// owner's list in the market (both through links, kept apart: see links),
+// and a client-id hash chain (cnext).
 type order struct {
 	id       int64
 	price    Price
@@ -18,27 +18,39 @@ type order struct {
 	updateMs int64
 	uid      int64 // the user's external uid, for views
 
+	cnext  handle
+	list   int32    // index of the user's list in market.lists
+	lvl    lvHandle // the order's price level
+	user   UserIdx
+	market MarketID
+	side   Side
+	typ    OrderType
+	tif    TIF
+	status Status
+	cidGen bool     // the client id is the generated "x-<id>": cid is unset, and not in the cid index
+	cid    ClientID // the client's own id (when !cidGen)
+}
+
+// links are an order's places in its price level's queue (prev/next) and
+// in its owner's list in the market (uprev/unext). They live in arrays of
+// their own beside the orders: taking an order out of the middle of both
+// queues, as a cancel does, writes the links of four other orders, and at
+// 16 bytes each those stay in cache where the orders (136 bytes) would not
+// (BenchmarkMixed's 10k-order book: its links take 160 KiB).
+type links struct {
 	prev, next   handle
 	uprev, unext handle
-	cnext        handle
-	list         int32    // index of the user's list in market.lists
-	lvl          lvHandle // the order's price level
-	user         UserIdx
-	market       MarketID
-	side         Side
-	typ          OrderType
-	tif          TIF
-	status       Status
-	cidGen       bool     // the client id is the generated "x-<id>": cid is unset, and not in the cid index
-	cid          ClientID // the client's own id (when !cidGen)
 }
 
 const chunkBits = 12
 
 type chunk [1 << chunkBits]order
 
+type linkChunk [1 << chunkBits]links
+
 type pool struct {
 	chunks []*chunk
+	links  []*linkChunk // links[i] holds the links of chunks[i]'s orders
 	free   []handle
 	n      int // handles handed out so far (high-water mark), excluding 0
 	live   int
@@ -46,6 +58,11 @@ type pool struct {
 
 func (p *pool) get(h handle) *order {
 	return &p.chunks[h>>chunkBits][h&(1<<chunkBits-1)]
+}
+
+// ln returns the links of order h.
+func (p *pool) ln(h handle) *links {
+	return &p.links[h>>chunkBits][h&(1<<chunkBits-1)]
 }
 
 func (p *pool) alloc() handle {
@@ -59,6 +76,7 @@ func (p *pool) alloc() handle {
 	h := handle(p.n)
 	if int(h>>chunkBits) == len(p.chunks) {
 		p.chunks = append(p.chunks, new(chunk))
+		p.links = append(p.links, new(linkChunk))
 	}
 	return h
 }

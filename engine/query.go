@@ -15,7 +15,7 @@ func (e *Engine) OpenOrders(u UserIdx, id MarketID, dst []OrderView) []OrderView
 		if ul == nil {
 			continue
 		}
-		for h := ul.head; h != 0; h = e.pool.get(h).unext {
+		for h := ul.head; h != 0; h = e.pool.ln(h).unext {
 			dst = append(dst, e.view(e.pool.get(h)))
 		}
 	}

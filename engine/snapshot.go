@@ -57,7 +57,7 @@ func appendMarket(dst []byte, e *Engine, m *market) []byte {
 			for h := e.lvls.get(s.lvls[i]).head; h != 0; {
 				o := e.pool.get(h)
 				dst = appendOrder(dst, o)
-				h = o.next
+				h = e.pool.ln(h).next
 			}
 		}
 	}
