@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS := -buildvcs=false
 
-.PHONY: all build run test test-short bench bench-quick bench-model soak fuzz clean ccxt
+.PHONY: all build run test test-short bench bench-quick bench-model pgo soak fuzz clean ccxt
 
 all: build
 
@@ -48,6 +48,10 @@ bench-quick:
 # part: deterministic, for comparing engine changes on a noisy machine
 bench-model:
 	bench/engine-model.sh
+
+# regenerate cmd/exchanged/default.pgo, the profile the server is built with
+pgo:
+	bench/pgo.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFixed -fuzztime 60s ./engine/

@@ -11,26 +11,42 @@
 # real core prefetches, count as misses here: compare runs, don't read the
 # miss counts as the hardware's).
 #
+# The counters are zeroed before each replay call and dumped after it; the
+# timed commands are the last calls' (chunks of 65,536), so the numbers are
+# per command of the timed part, warm-up and book setup left out.
+#
 # usage: bench/engine-model.sh [commands]        (default 100000; ~1 min)
-#        OUT=dir bench/engine-model.sh           (keeps the callgrind file)
-# The same binary and input give the same counts. The book's setup and the
-# warm-up are replayed too (in go test's first b.N=1 run as well), so
-# compare the totals of runs with the same argument rather than dividing
-# by it.
+#        PGO=1 bench/engine-model.sh             (built with the server's profile)
+#        OUT=dir bench/engine-model.sh           (keeps the callgrind files)
+# The same binary and input give the same counts.
 set -eu
 n=${1:-100000}
 out=${OUT:-$(mktemp -d)}
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "engine-model: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-go test -c -o "$out/engine.test" ./engine/
+pgo=off
+[ "${PGO:-0}" = 1 ] && pgo=$(pwd)/cmd/exchanged/default.pgo
+go test -c -pgo="$pgo" -o "$out/engine.test" ./engine/
+rm -f "$out"/callgrind.out*
 # GOGC=off: no collection while measuring (the steady state allocates
 # nothing; write barriers of a running GC would be counted otherwise);
 # asyncpreemptoff: valgrind does not survive Go's preemption signals.
 (cd "$out" && GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
 	--cache-sim=yes --D1=32768,8,64 --LL=1048576,8,64 \
-	--collect-atstart=no --toggle-collect='github.com/weexcore/exchange/engine_test.(*bench).replay' \
+	--zero-before='github.com/weexcore/exchange/engine_test.(*bench).replay' \
+	--dump-after='github.com/weexcore/exchange/engine_test.(*bench).replay' \
 	--callgrind-out-file="$out/callgrind.out" ./engine.test -test.run '^$' -test.bench Mixed \
 	-test.benchtime "${n}x" >/dev/null 2>&1)
-callgrind_annotate "$out/callgrind.out" | grep 'PROGRAM TOTALS' | sed 's/([^)]*)//g; s/,//g' |
-	awk '{printf "instructions %d  L1 read misses %d  L1 write misses %d  L2 read misses %d  L2 write misses %d\n", $1, $5, $6, $8, $9}'
-echo "per function: callgrind_annotate $out/callgrind.out"
+dumps=$(ls "$out"/callgrind.out.* | wc -l)
+chunks=$(( (n + 65535) / 65536 ))
+i=$((dumps - chunks + 1))
+files=""
+while [ $i -le "$dumps" ]; do
+	files="$files $out/callgrind.out.$i"
+	i=$((i + 1))
+done
+# shellcheck disable=SC2086 # a list of paths without spaces
+cat $files | grep '^summary:' | awk -v n="$n" '{for (i = 2; i <= NF; i++) s[i] += $i}
+	END {printf "per command (%d timed): instructions %.1f  L1 read misses %.2f  L1 write misses %.2f  L2 read misses %.3f  L2 write misses %.3f\n",
+		n, s[2]/n, s[6]/n, s[7]/n, s[9]/n, s[10]/n}'
+echo "per function: callgrind_annotate$files"

@@ -79,6 +79,10 @@ type GoRun struct {
 	RawFile string
 }
 
+// PGOProfile is the server's profile for profile-guided optimization,
+// relative to the module root (bench/pgo.sh writes it).
+const PGOProfile = "cmd/exchanged/default.pgo"
+
 // Execute performs the run and writes the report. It returns the report's path.
 func Execute(ctx context.Context, o Options) (string, error) {
 	r := &Run{Opts: o, Started: time.Now().UTC()}
@@ -100,8 +104,16 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		end = time.Now().Add(o.Budget)
 	}
 	goEnv := []string{"GOFLAGS=-buildvcs=false"}
+	// The benchmarks are built with the server's PGO profile, as the
+	// server is (go build picks cmd/exchanged/default.pgo up by itself;
+	// go test of another package needs it named): they measure the code
+	// as it runs in the server.
+	pgo := []string{}
+	if _, err := os.Stat(filepath.Join(o.Repo, PGOProfile)); err == nil {
+		pgo = []string{"-pgo", PGOProfile}
+	}
 	goBench := func(name, pkg, pattern, benchtime string) *GoRun {
-		args := []string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}
+		args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}, pgo...)
 		if benchtime != "" {
 			args = append(args, "-benchtime", benchtime)
 		}
