@@ -453,6 +453,9 @@ func (h *harness) report(t *testing.T) {
 	}
 	t.Logf("%d commands, %d trades, %d expired orders, largest book %d orders; outcomes %s",
 		h.seq, h.trades, h.expired, h.maxBook, strings.Join(rs, " "))
+	if testing.Short() {
+		return // a short stream need not reach every outcome (with 1100 users, a duplicate client id is rare)
+	}
 	want := []engine.Reject{engine.OK, engine.RejectInsufficientBalance, engine.RejectInvalidPrice, engine.RejectInvalidQuantity,
 		engine.RejectQuantityTooLarge, engine.RejectPriceOutOfRange, engine.RejectDuplicateClientOrderID, engine.RejectUnknownOrder,
 		engine.RejectUnknownMarket, engine.RejectUnknownUser, engine.RejectUnknownCoin, engine.RejectTradingDisabled,
