@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ type Options struct {
 
 	BenchTime        string        // go test -benchtime for engine and edge ("" = default)
 	JournalBenchTime string        // go test -benchtime for the journal ("" = default)
+	EngineCount      int           // go test -count for the engine benchmark (0 or 1: once)
 	BenchTimeout     time.Duration // per go test run
 	// Budget bounds the whole run: go test runs are cut short to leave
 	// SweepReserve for the two sweeps, and the sweeps stop stepping up in
@@ -112,10 +114,13 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	if _, err := os.Stat(filepath.Join(o.Repo, PGOProfile)); err == nil {
 		pgo = []string{"-pgo", PGOProfile}
 	}
-	goBench := func(name, pkg, pattern, benchtime string) *GoRun {
+	goBench := func(name, pkg, pattern, benchtime string, count int) *GoRun {
 		args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem"}, pgo...)
 		if benchtime != "" {
 			args = append(args, "-benchtime", benchtime)
+		}
+		if count > 1 {
+			args = append(args, "-count", strconv.Itoa(count))
 		}
 		args = append(args, "-timeout", o.BenchTimeout.String(), pkg)
 		g := &GoRun{Command: "go " + shellJoin(args), RawFile: name + "-bench.txt"}
@@ -141,13 +146,13 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		return g
 	}
 	if !o.SkipEngine {
-		r.Engine = goBench("engine", "./engine/", "Mixed", o.BenchTime)
+		r.Engine = goBench("engine", "./engine/", "Mixed", o.BenchTime, o.EngineCount)
 	}
 	if !o.SkipJournal {
-		r.Journal = goBench("journal", "./journal/", ".", o.JournalBenchTime)
+		r.Journal = goBench("journal", "./journal/", ".", o.JournalBenchTime, 1)
 	}
 	if !o.SkipEdge {
-		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime)
+		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime, 1)
 	}
 	// The REST sweep may use its share of what is left; the bare sweep the rest.
 	restShare := 0.55

@@ -57,3 +57,20 @@ func TestWriteReport(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineRunsSummary: several runs of the engine benchmark (go test
+// -count) give one summary row with their median and range.
+func TestEngineRunsSummary(t *testing.T) {
+	raw := "BenchmarkMixed-2 100 250 ns/op 0 allocs/op\nBenchmarkMixed-2 100 150 ns/op 0 allocs/op\n" +
+		"BenchmarkMixed-2 100 180 ns/op 0 allocs/op\nBenchmarkMixed-2 100 90 ns/op 0 allocs/op\n"
+	r := &Run{Engine: &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader(raw))}}
+	s := summary(r).String()
+	if n := strings.Count(s, "engine Mixed: per command"); n != 1 {
+		t.Errorf("got %d engine rows, want 1:\n%s", n, s)
+	}
+	for _, want := range []string{"median of 4 runs 165 ns (90-250)", "6060606 cmds/s", "**no**"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}

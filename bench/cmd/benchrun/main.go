@@ -50,6 +50,7 @@ func main() {
 	satErr := flag.Float64("sat-errors", 0.01, "saturation criterion: failed+unsent fraction at most this")
 	benchtime := flag.String("benchtime", "", "go test -benchtime for the engine and edge benchmarks (default: go's)")
 	journalBenchtime := flag.String("journal-benchtime", "", "go test -benchtime for the journal benchmarks (default: go's)")
+	engineCount := flag.Int("engine-count", 5, "go test -count for the engine benchmark: the summary gives the median and the range (ns/op moves by a third from one run to the next on a shared machine)")
 	benchTimeout := flag.Duration("bench-timeout", 3*time.Minute, "timeout of each go test run")
 	budget := flag.Duration("budget", 9*time.Minute+15*time.Second, "bound on the whole run (go benchmarks are cut short and the sweeps stop stepping up to stay within it); 0: none")
 	sweepReserve := flag.Duration("sweep-reserve", 4*time.Minute+30*time.Second, "part of -budget kept for the two load sweeps")
@@ -87,6 +88,7 @@ func main() {
 	quickDefault("half-step", func() { *halfStep = 2 * time.Second })
 	quickDefault("pause", func() { *pause = 200 * time.Millisecond })
 	quickDefault("benchtime", func() { *benchtime = "100ms" })
+	quickDefault("engine-count", func() { *engineCount = 1 })
 	quickDefault("journal-benchtime", func() { *journalBenchtime = "1x" })
 	quickDefault("bench-timeout", func() { *benchTimeout = 30 * time.Second })
 	quickDefault("budget", func() { *budget = 50 * time.Second })
@@ -120,7 +122,7 @@ func main() {
 			Duration: *step, HalfDur: *halfStep, Pause: *pause,
 			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
 		Budget: *budget, SweepReserve: *sweepReserve,
-		BenchTime: *benchtime, JournalBenchTime: *journalBenchtime, BenchTimeout: *benchTimeout,
+		BenchTime: *benchtime, JournalBenchTime: *journalBenchtime, EngineCount: *engineCount, BenchTimeout: *benchTimeout,
 		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
 		Progress: os.Stderr,
 	}
