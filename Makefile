@@ -34,6 +34,23 @@ test: ccxt
 	$(GO) vet ./...
 	CCXT_REQUIRED=1 $(GO) test $(GOFLAGS) -tags invariants -count=1 -timeout 12m ./...
 
+# quicker: shorter streams and crash loops, and the ccxt conformance test
+# only if .ccxt/ is installed
+test-short:
+	$(GO) vet ./...
+	$(GO) test $(GOFLAGS) -short -tags invariants -count=1 ./...
+
+# long runs that do not fit make test: the kill -9 crash test over many
+# children, then every fuzz target for a few minutes (SOAK_ITERS, FUZZTIME)
+SOAK_ITERS ?= 50
+FUZZTIME   ?= 3m
+soak:
+	JOURNAL_CRASH_ITERS=$(SOAK_ITERS) $(GO) test $(GOFLAGS) -tags invariants -count=1 -run '^TestCrash$$' -timeout 120m ./journal/
+	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME) ./engine/
+	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzParseFixed$$' -fuzztime $(FUZZTIME) ./engine/
+	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzAppendFixed$$' -fuzztime $(FUZZTIME) ./engine/
+	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzDecodeOrder$$' -fuzztime $(FUZZTIME) ./edge/
+
 bench:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
