@@ -9,7 +9,8 @@ package engine
 // and level handles; the levels themselves live in the engine's level pool
 // and never move, so an order keeps its level's handle and reaches it in
 // O(1). A search is needed only when a level is created or emptied, or an
-// order joins one. Each level is a FIFO of orders (price-time priority).
+// order joins one that the side's small cache of recently joined levels
+// (near) does not hold. Each level is a FIFO of orders (price-time priority).
 //
 // A key is the price for bids and minus the price for asks, so on both
 // sides keys ascend towards the best and one comparison serves both.
@@ -18,6 +19,29 @@ type side struct {
 	neg  Price // -1 for asks, 0 for bids: key(p) = p^neg - neg
 	keys []Price
 	lvls []lvHandle
+	// near caches the levels orders joined lately, by price mod len(near):
+	// most orders join an existing level near the touch, and a hit skips
+	// find. An entry is a live level of this side (forget clears it when
+	// its level goes) whose price must still be checked.
+	near [64]lvHandle
+}
+
+// joinable returns the level of this side at price p if the cache has it.
+func (s *side) joinable(lv *levels, p Price) lvHandle {
+	if h := s.near[p&Price(len(s.near)-1)]; h != 0 && lv.get(h).price == p {
+		return h
+	}
+	return 0
+}
+
+// remember caches level h at price p.
+func (s *side) remember(p Price, h lvHandle) { s.near[p&Price(len(s.near)-1)] = h }
+
+// forget drops level h at price p from the cache, before h is released.
+func (s *side) forget(p Price, h lvHandle) {
+	if i := p & Price(len(s.near)-1); s.near[i] == h {
+		s.near[i] = 0
+	}
 }
 
 func newSide(ask bool) side {

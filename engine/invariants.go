@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // CheckInvariants checks the whole state: every book sorted and not crossed,
 // level aggregates equal to their orders, every working order's reservation
@@ -68,6 +71,11 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 	for _, sd := range [2]*side{&m.bids, &m.asks} {
 		if len(sd.keys) != len(sd.lvls) {
 			return 0, fmt.Errorf("engine: %s: %d prices for %d levels", s.Symbol, len(sd.keys), len(sd.lvls))
+		}
+		for i, lh := range sd.near {
+			if lh != 0 && (!slices.Contains(sd.lvls, lh) || int(e.lvls.get(lh).price&Price(len(sd.near)-1)) != i) {
+				return 0, fmt.Errorf("engine: %s: level cache slot %d holds level %d, not a level of this side at a price in that slot", s.Symbol, i, lh)
+			}
 		}
 		for i, lh := range sd.lvls {
 			lv := e.lvls.get(lh)

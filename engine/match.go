@@ -242,13 +242,16 @@ func (e *Engine) rest(m *market, h handle, o *order) {
 // link appends o (handle h) to its price level's queue on sd, creating the
 // level if needed.
 func (e *Engine) link(sd *side, h handle, o *order) {
-	i, ok := sd.find(o.price)
-	var lh lvHandle
-	if ok {
-		lh = sd.lvls[i]
-	} else {
-		lh = e.lvls.alloc(o.price)
-		sd.insert(i, o.price, lh)
+	lh := sd.joinable(&e.lvls, o.price)
+	if lh == 0 {
+		i, ok := sd.find(o.price)
+		if ok {
+			lh = sd.lvls[i]
+		} else {
+			lh = e.lvls.alloc(o.price)
+			sd.insert(i, o.price, lh)
+		}
+		sd.remember(o.price, lh)
 	}
 	o.lvl = lh
 	lv := e.lvls.get(lh)
@@ -316,6 +319,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	lv.count--
 	if lv.count == 0 {
 		sd.delete(o.price)
+		sd.forget(o.price, o.lvl)
 		e.lvls.release(o.lvl)
 	}
 
