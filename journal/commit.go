@@ -15,9 +15,9 @@ import (
 // slot (paceGap after the previous sync started), seals every batch
 // queued by then (a shard's newest batch is open to its next segments
 // until then: shard.go), merges them into one Pebble batch, commits it
-// with one fdatasync and marks each handed batch durable; the shard then answers it. Without
-// pacing (and with none of its batches in flight) a shard commits its
-// batches itself.
+// with one fdatasync and marks each handed batch durable; the shard then
+// answers it. Without pacing (and with none of its batches in flight) a
+// shard commits its batches itself.
 type committer struct {
 	db   *pebble.DB
 	pace *syncPace

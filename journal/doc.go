@@ -28,8 +28,8 @@
 // the committer finishes ("seals") when it takes the batch. Under load a
 // drained batch is often a single request, so this saves most journal
 // keys: at 8,500 req/s 1.6 Pebble keys and 92 bytes per request instead
-// of 2.24 and 125. Batches are answered in order, each once its own sync is done,
-// with Engine.FlushTo making only its credits available. A barrier waits
+// of 2.24 and 125. Batches are answered in order, each once its own sync
+// is done, with Engine.FlushTo making only its credits available. A barrier waits
 // for every batch in flight, so snapshots and state hashes see only
 // durable state.
 //

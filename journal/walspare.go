@@ -72,7 +72,7 @@ const (
 
 var errSpareStopped = errors.New("stopped")
 
-// newWALSpares returns fs with WAL spares in dir, and writes the first one
+// newJournalFS returns fs with WAL spares in dir, and writes the first one
 // now unless one is left from a previous run (a spare is renamed into
 // place only when it is complete and synced; a partial one, left by a
 // crash, is filled up into the next).

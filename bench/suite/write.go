@@ -212,8 +212,6 @@ func capped(s *Sweep) string {
 	return ""
 }
 
-// nsPerCommand picks the benchmark's per-command time: a custom ns/cmd
-// metric if it reports one, else ns/op.
 // cmdRuns are the per-command times of one benchmark's runs (go test -count).
 type cmdRuns struct {
 	name, unit string
@@ -247,6 +245,8 @@ func perCommandRuns(bms []report.Benchmark) []*cmdRuns {
 	return gs
 }
 
+// nsPerCommand picks the benchmark's per-command time: a custom ns/cmd
+// metric if it reports one, else ns/op.
 func nsPerCommand(b *report.Benchmark) (float64, string) {
 	for _, u := range strings.Fields(nsPerCmdUnits) {
 		if v, ok := b.Metric(u); ok && v > 0 {
