@@ -239,7 +239,10 @@ func (mx *mixed) step() {
 func ui0(r uint64) int { return int(r>>32) % 1000 }
 
 // BenchmarkMixed: one command of the mixed stream per op over a book of
-// about 10k resting orders, Apply plus Flush as the shard loop does.
+// about 10k resting orders, Apply plus Flush as the shard loop does, and
+// Prefetch of the next command, as the shard loop does within a drained
+// batch (under load a batch holds many commands; a shard woken for a lone
+// command has nothing to look ahead at).
 //
 // The stream is generated ahead, as exchange-core's benchmarks do: a
 // generator engine runs the mixed driver (which picks what to cancel from
@@ -294,6 +297,9 @@ func BenchmarkMixed(b *testing.B) {
 //go:noinline
 func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
 	for i := range cmds {
+		if i+1 < len(cmds) { // as the shard loop does
+			bn.e.Prefetch(&cmds[i+1])
+		}
 		bn.seq++
 		bn.e.Apply(&cmds[i], bn.seq, int64(bn.seq), &bn.out)
 		bn.e.Flush()

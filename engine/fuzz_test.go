@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -190,6 +191,11 @@ func FuzzEngine(f *testing.F) {
 		}
 		for i := 0; i+4 <= len(data) && i < 4*128; i += 4 {
 			c := decodeCmd(data[i:i+4], users, h.ref)
+			// Prefetch takes any command: market and id unchecked.
+			raw := engine.Cmd{Kind: engine.CmdCancel, Market: engine.MarketID(data[i+1]), OrderID: int64(binary.LittleEndian.Uint32(data[i:]))}
+			for _, e := range h.cl.All {
+				e.Prefetch(&raw)
+			}
 			if !h.step(c) {
 				t.FailNow()
 			}

@@ -22,15 +22,17 @@ func (x *ordIndex) get(p *pool, id int64) handle {
 	if id <= 0 || len(x.win) == 0 {
 		return 0
 	}
-	n := uint64(id) >> 10
-	if h := x.win[n&uint64(len(x.win)-1)]; h != 0 && p.get(h).id == id {
+	if h := x.win[x.slot(id)]; h != 0 && p.get(h).id == id {
 		return h
 	}
-	if v, ok := x.over.get(n); ok && p.get(handle(v)).id == id {
+	if v, ok := x.over.get(uint64(id) >> 10); ok && p.get(handle(v)).id == id {
 		return handle(v)
 	}
 	return 0
 }
+
+// slot returns id's place in win (len(win) > 0).
+func (x *ordIndex) slot(id int64) uint64 { return uint64(id) >> 10 & uint64(len(x.win)-1) }
 
 // put indexes working order h, whose id is id (> 0, not indexed yet).
 func (x *ordIndex) put(p *pool, id int64, h handle) {

@@ -196,7 +196,10 @@ func (s *shard) segment(b []*Request) {
 		s.hist.reset()
 	}
 	count := 0
-	for _, r := range b {
+	for i, r := range b {
+		if i+1 < len(b) {
+			s.eng.Prefetch(&b[i+1].Cmd) // overlap its cache misses with r (engine/prefetch.go)
+		}
 		if r.Query != QueryNone {
 			s.query(r)
 			continue
