@@ -13,8 +13,9 @@
 //
 // A shard drains up to 4096 requests from its ring, stamps the batch with
 // timeMs = max(previous, wall clock), gives every command seq = previous+1,
-// applies it to its engine (recording cross-shard decisions in Cmd.Dec),
-// answers in-shard queries in order, then writes ONE journal record for the
+// applies it to its engine (recording cross-shard decisions in Cmd.Dec;
+// before each command it lets the engine prefetch what the next one will
+// read, engine/prefetch.go), answers in-shard queries in order, then writes ONE journal record for the
 // batch plus the history blocks the commands produced in ONE Pebble batch,
 // commits it with Sync, calls Engine.Flush (credits become available only
 // once durable) and only then wakes the waiting requests.
