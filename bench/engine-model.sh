@@ -15,7 +15,7 @@
 # timed commands are the last calls' (chunks of 65,536), so the numbers are
 # per command of the timed part, warm-up and book setup left out.
 #
-# usage: bench/engine-model.sh [commands]        (default 100000; ~1 min)
+# usage: bench/engine-model.sh [commands]        (default 100000; 1-6 min here)
 #        PGO=1 bench/engine-model.sh             (built with the server's profile)
 #        OUT=dir bench/engine-model.sh           (keeps the callgrind files)
 # The same binary and input give the same counts.
