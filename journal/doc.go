@@ -15,10 +15,11 @@
 // timeMs = max(previous, wall clock), gives every command seq = previous+1,
 // applies it to its engine (recording cross-shard decisions in Cmd.Dec;
 // before each command it lets the engine prefetch what the next one will
-// read, engine/prefetch.go), answers in-shard queries in order, then writes ONE journal record for the
-// batch plus the history blocks the commands produced in ONE Pebble batch,
-// commits it with Sync, calls Engine.Flush (credits become available only
-// once durable) and only then wakes the waiting requests.
+// read, engine/prefetch.go), answers in-shard queries in order, then
+// writes ONE journal record for the batch plus the history blocks the
+// commands produced in ONE Pebble batch, commits it with Sync, calls
+// Engine.Flush (credits become available only once durable) and only then
+// wakes the waiting requests.
 //
 // Under load (pace.go) the shard hands the batch to the committer instead
 // (commit.go), which syncs the batches of every shard together at most once
