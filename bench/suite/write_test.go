@@ -28,8 +28,10 @@ func TestWriteReport(t *testing.T) {
 	rest := &Sweep{Name: "rest", Steps: []StepResult{
 		fakeStep(1000, time.Millisecond, true, "search"), fakeStep(2000, 50*time.Millisecond, false, "search"), fakeStep(500, time.Millisecond, true, "half-saturation")}}
 	rest.Saturation, rest.Half = &rest.Steps[0], &rest.Steps[2]
+	rest.Steps[0].Wall, rest.Steps[0].ServerCPU, rest.Steps[0].GenCPU = time.Second, 0.05, 0.03 // 50 and 30 µs per request
 	bare := &Sweep{Name: "bare", Steps: []StepResult{fakeStep(1000, 100*time.Microsecond, true, "search")}, Capped: true}
 	bare.Saturation = &bare.Steps[0]
+	bare.Steps[0].Wall, bare.Steps[0].ServerCPU, bare.Steps[0].GenCPU = time.Second, 0.02, 0.025
 	engine := &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader("BenchmarkMixed-2 100 250 ns/op 0 allocs/op\n"))}
 	r := &Run{Opts: Options{Command: "benchrun", Markets: load.DefaultMarkets()[:2], Search: Search{Criteria: load.Criteria{MinAchieved: 0.95, MaxP99: 20 * time.Millisecond}}},
 		Started: time.Now(), Finished: time.Now(), Dir: dir, Engine: engine, REST: rest, Bare: bare, BareErr: ""}
@@ -43,9 +45,9 @@ func TestWriteReport(t *testing.T) {
 	}
 	s := string(b)
 	for _, want := range []string{
-		"REST / bare throughput (at saturation)", " 100% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
+		"REST / bare throughput (at saturation)", " 100.0% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
 		"search (**saturation**)", "place HTTP 503 code -1054", "rest-02-2000.hgrm", "latency.svg", "engine Mixed: per command (ns/op)", "4000000 cmds/s",
-		"journal) and replay", "Skipped.",
+		"journal) and replay", "Skipped.", "REST 50 / 30 µs, bare 20 / 25 µs",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
@@ -71,6 +73,17 @@ func TestEngineRunsSummary(t *testing.T) {
 	for _, want := range []string{"median of 4 runs 165 ns (90-250)", "6060606 cmds/s", "**no**"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestPercentDown(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		want string
+	}{{15989.0 / 31997, "49.9%"}, {0.5, "50.0%"}, {1, "100.0%"}, {0.61234, "61.2%"}, {0.57, "57.0%"}} {
+		if got := percentDown(c.f); got != c.want {
+			t.Errorf("percentDown(%v) = %q, want %q", c.f, got, c.want)
 		}
 	}
 }
