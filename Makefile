@@ -46,10 +46,10 @@ SOAK_ITERS ?= 50
 FUZZTIME   ?= 3m
 soak:
 	JOURNAL_CRASH_ITERS=$(SOAK_ITERS) $(GO) test $(GOFLAGS) -tags invariants -count=1 -run '^TestCrash$$' -timeout 120m ./journal/
-	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzEngine$$' -fuzztime $(FUZZTIME) ./engine/
-	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzParseFixed$$' -fuzztime $(FUZZTIME) ./engine/
-	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzAppendFixed$$' -fuzztime $(FUZZTIME) ./engine/
-	$(GO) test $(GOFLAGS) -run '^$$' -fuzz '^FuzzDecodeOrder$$' -fuzztime $(FUZZTIME) ./edge/
+	GO=$(GO) tools/fuzz.sh ./engine/ FuzzEngine $(FUZZTIME)
+	GO=$(GO) tools/fuzz.sh ./engine/ FuzzParseFixed $(FUZZTIME)
+	GO=$(GO) tools/fuzz.sh ./engine/ FuzzAppendFixed $(FUZZTIME)
+	GO=$(GO) tools/fuzz.sh ./edge/ FuzzDecodeOrder $(FUZZTIME)
 
 bench:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
