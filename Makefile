@@ -71,7 +71,7 @@ pgo:
 	bench/pgo.sh
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseFixed -fuzztime 60s ./engine/
+	GO=$(GO) tools/fuzz.sh ./engine/ FuzzParseFixed 60s
 
 clean:
 	rm -rf $(BIN) results
