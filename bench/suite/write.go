@@ -164,8 +164,6 @@ func summary(r *Run) *report.Table {
 	}
 	if rs > 0 && bs > 0 {
 		t.Add("REST / bare throughput (at saturation)", percentDown(rs/bs), fmt.Sprintf(">= %.0f%%", targetRatio*100), yes(rs/bs >= targetRatio))
-	}
-	if rs > 0 && bs > 0 {
 		// The ratio is, roughly, what a request costs the machine with the
 		// bare target over what it costs with ours: the generator's and the
 		// kernel's share is in both. On this kind of shared VM the bare
