@@ -23,23 +23,28 @@ type side struct {
 	// most orders join an existing level near the touch, and a hit skips
 	// find. An entry is a live level of this side (forget clears it when
 	// its level goes) whose price must still be checked.
-	near [64]lvHandle
+	near [nearSlots]lvHandle
 }
+
+// nearSlot returns price p's slot in near.
+func nearSlot(p Price) int { return int(p & (nearSlots - 1)) }
+
+const nearSlots = 64 // len(side.near), a power of two
 
 // joinable returns the level of this side at price p if the cache has it.
 func (s *side) joinable(lv *levels, p Price) lvHandle {
-	if h := s.near[p&Price(len(s.near)-1)]; h != 0 && lv.get(h).price == p {
+	if h := s.near[nearSlot(p)]; h != 0 && lv.get(h).price == p {
 		return h
 	}
 	return 0
 }
 
 // remember caches level h at price p.
-func (s *side) remember(p Price, h lvHandle) { s.near[p&Price(len(s.near)-1)] = h }
+func (s *side) remember(p Price, h lvHandle) { s.near[nearSlot(p)] = h }
 
 // forget drops level h at price p from the cache, before h is released.
 func (s *side) forget(p Price, h lvHandle) {
-	if i := p & Price(len(s.near)-1); s.near[i] == h {
+	if i := nearSlot(p); s.near[i] == h {
 		s.near[i] = 0
 	}
 }

@@ -73,7 +73,7 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 			return 0, fmt.Errorf("engine: %s: %d prices for %d levels", s.Symbol, len(sd.keys), len(sd.lvls))
 		}
 		for i, lh := range sd.near {
-			if lh != 0 && (!slices.Contains(sd.lvls, lh) || int(e.lvls.get(lh).price&Price(len(sd.near)-1)) != i) {
+			if lh != 0 && (!slices.Contains(sd.lvls, lh) || nearSlot(e.lvls.get(lh).price) != i) {
 				return 0, fmt.Errorf("engine: %s: level cache slot %d holds level %d, not a level of this side at a price in that slot", s.Symbol, i, lh)
 			}
 		}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -430,8 +431,9 @@ func TestSegmentsJoinOpenBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs = append(rs, r)
+		// drained alone: the next request comes in the shard's next drain
 		for sh := n.shards[len(n.shards)-1]; sh.applying.Load() < before[len(before)-1]+uint64(i+1); {
-			// drained alone: the next request comes in the shard's next drain
+			runtime.Gosched()
 		}
 	}
 	for _, r := range rs {

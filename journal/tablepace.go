@@ -44,6 +44,14 @@ const (
 	l0PaceLimit    = 8
 )
 
+// The write categories Pebble creates flush and compaction outputs with
+// (not exported by Pebble; TestTablePacerSeesPebbleFlush fails if they
+// change).
+const (
+	catFlush      vfs.DiskWriteCategory = "pebble-memtable-flush"
+	catCompaction vfs.DiskWriteCategory = "pebble-compaction"
+)
+
 // wait sleeps until n more bytes fit the rate.
 func (p *tablePacer) wait(n int) {
 	p.paced.Add(int64(n))

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weexcore/exchange/engine"
 )
 
 // TestTablePacer: while on, a flush's writes are paced at tableWriteRate,
@@ -19,9 +21,9 @@ func TestTablePacer(t *testing.T) {
 	}
 	defer w.close()
 	chunk := make([]byte, 64<<10)
-	write := func(name, cat string, n int) time.Duration {
+	write := func(name string, cat vfs.DiskWriteCategory, n int) time.Duration {
 		t.Helper()
-		f, err := w.Create(filepath.Join(dir, name), vfs.DiskWriteCategory(cat))
+		f, err := w.Create(filepath.Join(dir, name), cat)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,23 +38,51 @@ func TestTablePacer(t *testing.T) {
 	}
 	paced := func() int64 { return w.pacer.paced.Load() }
 
-	write("000001.sst", "pebble-memtable-flush", 4)
+	write("000001.sst", catFlush, 4)
 	if paced() != 0 {
 		t.Fatalf("off: %d bytes paced", paced())
 	}
 	w.pacer.on.Store(true)
-	d := write("000002.sst", "pebble-memtable-flush", 16) // 1 MiB
+	d := write("000002.sst", catFlush, 16) // 1 MiB
 	if paced() != 1<<20 || d < time.Second/8-2*time.Millisecond {
 		t.Fatalf("flush: %d bytes paced in %v, want 1 MiB in at least %v", paced(), d, time.Second/8)
 	}
-	write("000003.sst", "pebble-compaction", 2)
+	write("000003.sst", catCompaction, 2)
 	if paced() != 1<<20+128<<10 {
 		t.Fatalf("compaction with L0 shallow: %d bytes paced in all", paced())
 	}
 	w.pacer.l0.Store(l0PaceLimit)
-	write("000004.sst", "pebble-compaction", 2)
-	write("OPTIONS-000005", "unspecified", 2)
+	write("000004.sst", catCompaction, 2)
+	write("OPTIONS-000005", vfs.WriteCategoryUnspecified, 2)
 	if paced() != 1<<20+128<<10 {
 		t.Fatalf("compaction with L0 deep, or another file, was paced: %d bytes paced in all", paced())
+	}
+}
+
+// TestTablePacerSeesPebbleFlush: a memtable flush of a serving node goes
+// through the pacer, so Pebble still creates its tables with the write
+// category the pacer looks for.
+func TestTablePacerSeesPebbleFlush(t *testing.T) {
+	n, err := Open(testOptions(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	u := addUser(t, n, 100)
+	r := AcquireRequest()
+	r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 2, Amount: 1}
+	if err := n.Submit(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(deadline()); err != nil {
+		t.Fatal(err)
+	}
+	ReleaseRequest(r)
+	before := n.fs.pacer.paced.Load()
+	if err := n.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.fs.pacer.paced.Load() - before; got <= 0 {
+		t.Fatalf("a memtable flush wrote %d bytes through the pacer; want its table", got)
 	}
 }

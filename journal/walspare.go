@@ -98,12 +98,12 @@ func newJournalFS(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (
 // flushes and compactions to the pacer; anything else is created as usual.
 func (w *journalFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
 	switch {
-	case cat == "pebble-memtable-flush" || cat == "pebble-compaction":
+	case cat == catFlush || cat == catCompaction:
 		f, err := w.FS.Create(name, cat)
 		if err != nil {
 			return nil, err
 		}
-		return pacedFile{File: f, p: &w.pacer, compaction: cat == "pebble-compaction"}, nil
+		return pacedFile{File: f, p: &w.pacer, compaction: cat == catCompaction}, nil
 	case !strings.HasSuffix(name, ".log"):
 		return w.FS.Create(name, cat)
 	}

@@ -368,10 +368,10 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			load.FormatLatency(st.Percentile(99.9)), load.FormatLatency(st.Max()),
 			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
 			servedLatency(st.Served), walSyncs(st.Served),
-			fmt.Sprintf("%.2f", st.ServerCPU), fmt.Sprint(tcpu.Microseconds()),
+			fmt.Sprintf("%.2f", st.ServerCPU), us(tcpu),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			runQueue(st.Target.RunDelay, st.Wall),
-			fmt.Sprintf("%.2f", st.GenCPU), fmt.Sprint(gcpu.Microseconds()), runQueue(st.GenRunDelay, st.Wall),
+			fmt.Sprintf("%.2f", st.GenCPU), us(gcpu), runQueue(st.GenRunDelay, st.Wall),
 			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU),
 			load.FormatLatency(st.DiskP50)+" / "+load.FormatLatency(st.DiskMax), verdict, "["+file+"]("+file+")")
 	}
