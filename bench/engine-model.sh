@@ -49,4 +49,4 @@ done
 cat $files | grep '^summary:' | awk -v n="$n" '{for (i = 2; i <= NF; i++) s[i] += $i}
 	END {printf "per command (%d timed): instructions %.1f  L1 read misses %.2f  L1 write misses %.2f  L2 read misses %.3f  L2 write misses %.3f\n",
 		n, s[2]/n, s[6]/n, s[7]/n, s[9]/n, s[10]/n}'
-echo "per function: callgrind_annotate$files"
+echo "per function (self cost; inlined code is named by its source file): callgrind_annotate --inclusive=no --threshold=100$files"
