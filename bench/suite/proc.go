@@ -88,6 +88,7 @@ func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 // Counters are a process's cumulative resource counters.
 type Counters struct {
 	CPU          time.Duration // user + system
+	SysCPU       time.Duration // its system part: time in the kernel (syscalls, the network stack they run, page faults)
 	CtxSwitches  int64         // voluntary + involuntary, summed over its threads
 	ReadSyscalls int64         // read-like syscalls (/proc/PID/io syscr)
 	WriteSyscall int64         // write-like syscalls (syscw): socket writes, journal writes
@@ -100,7 +101,8 @@ type Counters struct {
 func (p *Proc) Counters() Counters { return procCounters(p.Pid()) }
 
 func procCounters(pid int) Counters {
-	c := Counters{CPU: procCPU(pid)}
+	var c Counters
+	c.CPU, c.SysCPU = procCPU(pid)
 	base := "/proc/" + strconv.Itoa(pid)
 	if tasks, err := os.ReadDir(base + "/task"); err == nil {
 		for _, t := range tasks {
@@ -159,25 +161,25 @@ func (p *Proc) Stop(grace time.Duration) error {
 // clkTck is USER_HZ, which is 100 on every Linux this runs on.
 const clkTck = 100
 
-// procCPU reads utime+stime of pid from /proc/PID/stat.
-func procCPU(pid int) time.Duration {
+// procCPU reads utime+stime of pid from /proc/PID/stat, and stime.
+func procCPU(pid int) (total, sys time.Duration) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(s[i+1:])
 	// After the command name: state is field 3; utime and stime are 14, 15.
 	if len(f) < 13 {
-		return 0
+		return 0, 0
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clkTck
+	return time.Duration(ut+st) * time.Second / clkTck, time.Duration(st) * time.Second / clkTck
 }
 
 // selfCPU returns this process's user+system CPU time.

@@ -22,7 +22,7 @@ func TestProcCounters(t *testing.T) {
 			break
 		}
 	}
-	if c.CPU <= 0 || c.CtxSwitches <= 0 || c.ReadSyscalls <= 0 {
+	if c.CPU <= 0 || c.SysCPU < 0 || c.SysCPU > c.CPU || c.CtxSwitches <= 0 || c.ReadSyscalls <= 0 {
 		t.Errorf("procCounters(self) = %+v, want positive CPU, context switches and read syscalls", c)
 	}
 	if busy, _ := machineBusy(); busy <= 0 {

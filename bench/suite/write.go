@@ -35,7 +35,7 @@ func writeReport(r *Run) (string, error) {
 	p("%s\n", summary(r).String())
 	p("Saturation = the highest offered rate whose step answered >= %.0f%% of it (achieved = accepted + business rejects per second), with p99 <= %v and <= %.1f%% failed or unsent requests. ",
 		o.Search.Criteria.MinAchieved*100, o.Search.Criteria.MaxP99, o.Search.Criteria.MaxErrors*100)
-	p("Server and generator share the machine's %d cores; the step tables give the cores each used (and CPU µs per request), the kernel's interrupt and softirq time (\"irq CPU\": much of loopback networking is done there, charged to no process), and the target's context switches and read/write-like syscalls (/proc/PID/io syscr+syscw) per request, and what every other process used meanwhile (\"other CPU\": other users' work on the machine disturbs the numbers; \"pacer p99\" grows when the generator itself cannot get a CPU), the time the target's and the generator's threads were runnable but waiting for a CPU (\"run-queue wait\", from /proc/PID/task/*/schedstat, as a share of the step's wall time summed over threads: above zero means more runnable threads than cores), and a 20-fsync probe of the disk taken just before each step (other users' disk traffic shows up there; at low rates every durable acknowledgement waits for about one fsync).\n\n", r.Machine.Cores)
+	p("Server and generator share the machine's %d cores; the step tables give the cores each used (and CPU µs per request, and the share of it spent in the kernel: system calls and the loopback network stack they run, from /proc/PID/stat stime), the kernel's interrupt and softirq time (\"irq CPU\": much of loopback networking is done there, charged to no process), and the target's context switches and read/write-like syscalls (/proc/PID/io syscr+syscw) per request, and what every other process used meanwhile (\"other CPU\": other users' work on the machine disturbs the numbers; \"pacer p99\" grows when the generator itself cannot get a CPU), the time the target's and the generator's threads were runnable but waiting for a CPU (\"run-queue wait\", from /proc/PID/task/*/schedstat, as a share of the step's wall time summed over threads: above zero means more runnable threads than cores), and a 20-fsync probe of the disk taken just before each step (other users' disk traffic shows up there; at low rates every durable acknowledgement waits for about one fsync).\n\n", r.Machine.Cores)
 
 	p("## Run\n\n")
 	t := &report.Table{Header: []string{"", ""}}
@@ -172,8 +172,10 @@ func summary(r *Run) *report.Table {
 		rt, rg := r.REST.Saturation.CPUPerRequest()
 		bt, bg := r.Bare.Saturation.CPUPerRequest()
 		if rt > 0 && bt > 0 {
-			t.Add("CPU per request at saturation, target / generator (the ratio follows these)",
-				fmt.Sprintf("REST %s / %s µs, bare %s / %s µs", us(rt), us(rg), us(bt), us(bg)), "", "")
+			rk, _ := r.REST.Saturation.KernelShare()
+			bk, _ := r.Bare.Saturation.KernelShare()
+			t.Add("CPU per request at saturation, target / generator (the ratio follows these); the target's share in the kernel",
+				fmt.Sprintf("REST %s / %s µs, bare %s / %s µs; kernel %s / %s", us(rt), us(rg), us(bt), us(bg), share(rk), share(bk)), "", "")
 		}
 	}
 	rp, bp := peak(r.REST), peak(r.Bare)
@@ -345,8 +347,8 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
 	}
 	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
-		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99 ms", "WAL fdatasync p50/p99 ms (count)", "target CPU", "target µs/req", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
-	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99 ms", "WAL fdatasync p50/p99 ms (count)", "target CPU", "target µs/req", "target kernel share", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen kernel share", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
+	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		file := fmt.Sprintf("%s-%02d-%.0f.hgrm", prefix, i+1, st.Rate)
@@ -358,6 +360,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			verdict = "fail: " + st.Why
 		}
 		tcpu, gcpu := st.CPUPerRequest()
+		tk, gk := st.KernelShare()
 		role := st.Role
 		if s.Saturation == st {
 			role += " (**saturation**)"
@@ -368,10 +371,10 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			load.FormatLatency(st.Percentile(99.9)), load.FormatLatency(st.Max()),
 			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
 			servedLatency(st.Served), walSyncs(st.Served),
-			fmt.Sprintf("%.2f", st.ServerCPU), us(tcpu),
+			fmt.Sprintf("%.2f", st.ServerCPU), us(tcpu), share(tk),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			runQueue(st.Target.RunDelay, st.Wall),
-			fmt.Sprintf("%.2f", st.GenCPU), us(gcpu), runQueue(st.GenRunDelay, st.Wall),
+			fmt.Sprintf("%.2f", st.GenCPU), us(gcpu), share(gk), runQueue(st.GenRunDelay, st.Wall),
 			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU),
 			load.FormatLatency(st.DiskP50)+" / "+load.FormatLatency(st.DiskMax), verdict, "["+file+"]("+file+")")
 	}
@@ -595,6 +598,15 @@ func p50p99(h load.Hist) string {
 
 // us formats d in whole microseconds.
 func us(d time.Duration) string { return fmt.Sprint(d.Round(time.Microsecond).Microseconds()) }
+
+// share formats a share of CPU time as a whole percentage, or "-" when
+// there was none to share (-1).
+func share(f float64) string {
+	if f < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*f)
+}
 
 // percentDown formats f as a percentage with one decimal, rounded down, so
 // that a ratio just under a target (0.4997) does not read as meeting it

@@ -28,10 +28,13 @@ func TestWriteReport(t *testing.T) {
 	rest := &Sweep{Name: "rest", Steps: []StepResult{
 		fakeStep(1000, time.Millisecond, true, "search"), fakeStep(2000, 50*time.Millisecond, false, "search"), fakeStep(500, time.Millisecond, true, "half-saturation")}}
 	rest.Saturation, rest.Half = &rest.Steps[0], &rest.Steps[2]
-	rest.Steps[0].Wall, rest.Steps[0].ServerCPU, rest.Steps[0].GenCPU = time.Second, 0.05, 0.03 // 50 and 30 µs per request
+	rest.Steps[0].Wall, rest.Steps[0].ServerCPU, rest.Steps[0].GenCPU = time.Second, 0.05, 0.03      // 50 and 30 µs per request
+	rest.Steps[0].Target.CPU, rest.Steps[0].Target.SysCPU = 50*time.Millisecond, 30*time.Millisecond // 60% in the kernel
+	rest.Steps[0].GenSysCPU = 15 * time.Millisecond                                                  // 50% of 30 ms
 	bare := &Sweep{Name: "bare", Steps: []StepResult{fakeStep(1000, 100*time.Microsecond, true, "search")}, Capped: true}
 	bare.Saturation = &bare.Steps[0]
 	bare.Steps[0].Wall, bare.Steps[0].ServerCPU, bare.Steps[0].GenCPU = time.Second, 0.02, 0.025
+	bare.Steps[0].Target.CPU, bare.Steps[0].Target.SysCPU = 20*time.Millisecond, 15*time.Millisecond // 75%
 	engine := &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader("BenchmarkMixed-2 100 250 ns/op 0 allocs/op\n"))}
 	r := &Run{Opts: Options{Command: "benchrun", Markets: load.DefaultMarkets()[:2], Search: Search{Criteria: load.Criteria{MinAchieved: 0.95, MaxP99: 20 * time.Millisecond}}},
 		Started: time.Now(), Finished: time.Now(), Dir: dir, Engine: engine, REST: rest, Bare: bare, BareErr: ""}
@@ -47,10 +50,17 @@ func TestWriteReport(t *testing.T) {
 	for _, want := range []string{
 		"REST / bare throughput (at saturation)", " 100.0% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
 		"search (**saturation**)", "place HTTP 503 code -1054", "rest-02-2000.hgrm", "latency.svg", "engine Mixed: per command (ns/op)", "4000000 cmds/s",
-		"journal) and replay", "Skipped.", "REST 50 / 30 µs, bare 20 / 25 µs",
+		"journal) and replay", "Skipped.", "REST 50 / 30 µs, bare 20 / 25 µs; kernel 60% / 75%",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	// the step table's CPU columns: cores, µs per request, kernel share
+	norm := strings.Join(strings.Fields(s), " ")
+	for _, want := range []string{"| 0.05 | 50 | 60% |", "| 0.03 | 30 | 50% |", "| 0.02 | 20 | 75% |"} {
+		if !strings.Contains(norm, want) {
+			t.Errorf("step tables lack %q", want)
 		}
 	}
 	for _, f := range []string{"latency.svg", "latency-rest.svg", "latency-bare.svg", "rest-01-1000.hgrm", "bare-01-1000.hgrm"} {
