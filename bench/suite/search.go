@@ -111,7 +111,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		}
 		own := ""
 		if sr.Served != nil {
-			own = "server's own answer time p50/p99 " + servedLatency(sr.Served) + " ms, WAL fdatasync " + walSyncs(sr.Served) + " ms, "
+			own = "server's own answer time p50/p99/max " + servedLatency(sr.Served) + " ms, WAL fdatasync " + walSyncs(sr.Served) + " ms, "
 		}
 		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  %starget CPU %.2f, generator %.2f, irq %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), own, sr.ServerCPU, sr.GenCPU, sr.IrqCPU, sr.OtherCPU, verdict)
 		sw.Steps = append(sw.Steps, *sr)

@@ -187,9 +187,9 @@ func summary(r *Run) *report.Table {
 		t.Add(fmt.Sprintf("REST p99 at half saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "<= 2 ms", yes(h.Percentile(99) <= targetHalfP99))
 		t.Add("REST p50 / p99.9 / max there", fmt.Sprintf("%s / %s / %s ms", load.FormatLatency(h.Percentile(50)), load.FormatLatency(h.Percentile(99.9)), load.FormatLatency(h.Max())), "", "")
 		if own := servedLatency(h.Served); own != "" {
-			t.Add("the server's own answer time there, p50 / p99 (the rest is the machine's and the generator's)", own+" ms", "", "")
+			t.Add("the server's own answer time there, p50 / p99 / max (the rest is the machine's and the generator's)", own+" ms", "", "")
 			if n := h.Served.WALSync.Count(); n > 0 {
-				t.Add("its WAL fdatasyncs there, p50 / p99", fmt.Sprintf("%s ms (%d syncs, %.1f requests per sync)", p50p99(h.Served.WALSync), n, float64(h.Sent)/float64(n)), "", "")
+				t.Add("its WAL fdatasyncs there, p50 / p99 / max", fmt.Sprintf("%s ms (%d syncs, %.1f requests per sync)", quantiles(h.Served.WALSync), n, float64(h.Sent)/float64(n)), "", "")
 			}
 		}
 	}
@@ -347,7 +347,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		fmt.Fprintf(b, "**Problem:** %s\n\n", errText)
 	}
 	t := &report.Table{Header: []string{"step", "offered/s", "achieved/s", "ok", "rejects", "failed", "unsent",
-		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99 ms", "WAL fdatasync p50/p99 ms (count)", "target CPU", "target µs/req", "target kernel share", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen kernel share", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
+		"p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "pacer p99 ms", "server's own p50/p99/max ms", "WAL fdatasync p50/p99/max ms (count)", "target CPU", "target µs/req", "target kernel share", "target ctx-sw/req", "target syscalls/req", "target run-queue wait", "gen CPU", "gen µs/req", "gen kernel share", "gen run-queue wait", "irq CPU", "other CPU", "fsync probe p50/max ms", "verdict", "hgrm"}}
 	t.Right = []bool{false, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	for i := range s.Steps {
 		st := &s.Steps[i]
@@ -566,24 +566,28 @@ func runQueue(d, wall time.Duration) string {
 	return fmt.Sprintf("%.2f", d.Seconds()/wall.Seconds())
 }
 
-// servedLatency formats the server's own p50/p99 answer times of a step
-// ("" when the target reports none).
+// servedLatency formats the server's own p50/p99/max answer times of a
+// step ("" when the target reports none).
 func servedLatency(m *load.Metrics) string {
 	if m == nil {
 		return ""
 	}
-	return p50p99(m.RESTLatency)
+	return quantiles(m.RESTLatency)
 }
 
-// walSyncs formats the p50/p99 of a step's WAL fdatasyncs and their count.
+// walSyncs formats the p50/p99/max of a step's WAL fdatasyncs and their
+// count.
 func walSyncs(m *load.Metrics) string {
 	if m == nil || m.WALSync.Count() == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s (%d)", p50p99(m.WALSync), m.WALSync.Count())
+	return fmt.Sprintf("%s (%d)", quantiles(m.WALSync), m.WALSync.Count())
 }
 
-func p50p99(h load.Hist) string {
+// quantiles formats the p50, p99 and max of h in ms: the upper bounds of
+// their buckets. The max tells one stall (a slow fdatasync holds every
+// request behind it) from a slow tail.
+func quantiles(h load.Hist) string {
 	if h.Count() == 0 {
 		return ""
 	}
@@ -593,7 +597,7 @@ func p50p99(h load.Hist) string {
 		}
 		return ">1000"
 	}
-	return f(0.5) + " / " + f(0.99)
+	return f(0.5) + " / " + f(0.99) + " / " + f(1)
 }
 
 // us formats d in whole microseconds.
