@@ -23,7 +23,7 @@ func TestProcCounters(t *testing.T) {
 		}
 	}
 	if c.CPU <= 0 || c.SysCPU < 0 || c.SysCPU > c.CPU || c.CtxSwitches <= 0 || c.ReadSyscalls <= 0 {
-		t.Errorf("procCounters(self) = %+v, want positive CPU, context switches and read syscalls", c)
+		t.Errorf("procCounters(self) = %+v, want positive CPU (its system part within it), context switches and read syscalls", c)
 	}
 	if busy, _ := machineBusy(); busy <= 0 {
 		t.Errorf("machineBusy = %v, want > 0", busy)
