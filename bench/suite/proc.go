@@ -97,6 +97,20 @@ type Counters struct {
 	RunDelay time.Duration
 }
 
+// since returns the counts accrued from p (an earlier read) to c.
+func (c Counters) since(p Counters) Counters {
+	return Counters{CPU: c.CPU - p.CPU, SysCPU: c.SysCPU - p.SysCPU, CtxSwitches: c.CtxSwitches - p.CtxSwitches,
+		ReadSyscalls: c.ReadSyscalls - p.ReadSyscalls, WriteSyscall: c.WriteSyscall - p.WriteSyscall, RunDelay: c.RunDelay - p.RunDelay}
+}
+
+// kernelShare returns SysCPU over CPU, or -1 without CPU time.
+func (c Counters) kernelShare() float64 {
+	if c.CPU <= 0 {
+		return -1
+	}
+	return float64(c.SysCPU) / float64(c.CPU)
+}
+
 // Counters reads the process's counters from /proc.
 func (p *Proc) Counters() Counters { return procCounters(p.Pid()) }
 

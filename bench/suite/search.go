@@ -13,16 +13,14 @@ import (
 // StepResult is one rate step with the CPU both sides used during it.
 type StepResult struct {
 	*load.Result
-	Role      string        // "search", "refine", "half-saturation"
-	ServerCPU float64       // cores used by the target process during the step
-	GenCPU    float64       // cores used by the generator (this process)
-	GenSysCPU time.Duration // the generator's time in the kernel
-	IrqCPU    float64       // cores in interrupts and softirqs (loopback networking, disk)
-	OtherCPU  float64       // cores used by every other process (other users, the go tool...)
+	Role      string  // "search", "refine", "half-saturation"
+	ServerCPU float64 // cores used by the target process during the step
+	GenCPU    float64 // cores used by the generator (this process)
+	IrqCPU    float64 // cores in interrupts and softirqs (loopback networking, disk)
+	OtherCPU  float64 // cores used by every other process (other users, the go tool...)
 	Wall      time.Duration
 	Target    Counters // the target's counter deltas over the step
-	// GenRunDelay is how long the generator's threads waited for a CPU.
-	GenRunDelay time.Duration
+	Gen       Counters // the generator's
 	// Disk is a short fsync probe taken just before the step (on the
 	// server's file system): other users' disk traffic shows up here.
 	DiskP50, DiskMax time.Duration
@@ -92,10 +90,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		c1, g1 := countersOf(probe), procCounters(os.Getpid())
 		sr := &StepResult{Result: r, Role: role, Wall: w, DiskP50: dp50, DiskMax: dmax,
 			ServerCPU: (c1.CPU - c0.CPU).Seconds() / wall, GenCPU: (g1.CPU - g0.CPU).Seconds() / wall,
-			GenRunDelay: g1.RunDelay - g0.RunDelay, GenSysCPU: g1.SysCPU - g0.SysCPU,
-			Target: Counters{CPU: c1.CPU - c0.CPU, SysCPU: c1.SysCPU - c0.SysCPU, CtxSwitches: c1.CtxSwitches - c0.CtxSwitches,
-				ReadSyscalls: c1.ReadSyscalls - c0.ReadSyscalls, WriteSyscall: c1.WriteSyscall - c0.WriteSyscall,
-				RunDelay: c1.RunDelay - c0.RunDelay}}
+			Target: c1.since(c0), Gen: g1.since(g0)}
 		if served != nil && svErr == nil {
 			if sv1, err := served(); err == nil {
 				d := sv1.Since(sv0)
@@ -206,12 +201,5 @@ func (s *StepResult) CPUPerRequest() (target, gen time.Duration) {
 // KernelShare returns the share of the target's and of the generator's CPU
 // time that was spent in the kernel (-1 when a process used none).
 func (s *StepResult) KernelShare() (target, gen float64) {
-	target, gen = -1, -1
-	if s.Target.CPU > 0 {
-		target = float64(s.Target.SysCPU) / float64(s.Target.CPU)
-	}
-	if g := s.GenCPU * float64(s.Wall); g > 0 {
-		gen = float64(s.GenSysCPU) / g
-	}
-	return target, gen
+	return s.Target.kernelShare(), s.Gen.kernelShare()
 }

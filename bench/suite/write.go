@@ -374,7 +374,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			fmt.Sprintf("%.2f", st.ServerCPU), us(tcpu), share(tk),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			runQueue(st.Target.RunDelay, st.Wall),
-			fmt.Sprintf("%.2f", st.GenCPU), us(gcpu), share(gk), runQueue(st.GenRunDelay, st.Wall),
+			fmt.Sprintf("%.2f", st.GenCPU), us(gcpu), share(gk), runQueue(st.Gen.RunDelay, st.Wall),
 			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU),
 			load.FormatLatency(st.DiskP50)+" / "+load.FormatLatency(st.DiskMax), verdict, "["+file+"]("+file+")")
 	}

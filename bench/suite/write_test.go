@@ -33,7 +33,7 @@ func TestWriteReport(t *testing.T) {
 	rest.Steps[2].Served = &load.Metrics{RESTLatency: load.Hist{100: 98, 1000: 1, 150000: 1}, WALSync: load.Hist{300: 9, 120000: 1}}
 	rest.Steps[0].Wall, rest.Steps[0].ServerCPU, rest.Steps[0].GenCPU = time.Second, 0.05, 0.03      // 50 and 30 µs per request
 	rest.Steps[0].Target.CPU, rest.Steps[0].Target.SysCPU = 50*time.Millisecond, 30*time.Millisecond // 60% in the kernel
-	rest.Steps[0].GenSysCPU = 15 * time.Millisecond                                                  // 50% of 30 ms
+	rest.Steps[0].Gen.CPU, rest.Steps[0].Gen.SysCPU = 30*time.Millisecond, 15*time.Millisecond       // 50%
 	bare := &Sweep{Name: "bare", Steps: []StepResult{fakeStep(1000, 100*time.Microsecond, true, "search")}, Capped: true}
 	bare.Saturation = &bare.Steps[0]
 	bare.Steps[0].Wall, bare.Steps[0].ServerCPU, bare.Steps[0].GenCPU = time.Second, 0.02, 0.025
