@@ -13,14 +13,12 @@ import (
 // StepResult is one rate step with the CPU both sides used during it.
 type StepResult struct {
 	*load.Result
-	Role      string  // "search", "refine", "half-saturation"
-	ServerCPU float64 // cores used by the target process during the step
-	GenCPU    float64 // cores used by the generator (this process)
-	IrqCPU    float64 // cores in interrupts and softirqs (loopback networking, disk)
-	OtherCPU  float64 // cores used by every other process (other users, the go tool...)
-	Wall      time.Duration
-	Target    Counters // the target's counter deltas over the step
-	Gen       Counters // the generator's
+	Role     string  // "search", "refine", "half-saturation"
+	IrqCPU   float64 // cores in interrupts and softirqs (loopback networking, disk)
+	OtherCPU float64 // cores used by every other process (other users, the go tool...)
+	Wall     time.Duration
+	Target   Counters // the target's counter deltas over the step
+	Gen      Counters // the generator's
 	// Disk is a short fsync probe taken just before the step (on the
 	// server's file system): other users' disk traffic shows up here.
 	DiskP50, DiskMax time.Duration
@@ -89,7 +87,6 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		wall := w.Seconds()
 		c1, g1 := countersOf(probe), procCounters(os.Getpid())
 		sr := &StepResult{Result: r, Role: role, Wall: w, DiskP50: dp50, DiskMax: dmax,
-			ServerCPU: (c1.CPU - c0.CPU).Seconds() / wall, GenCPU: (g1.CPU - g0.CPU).Seconds() / wall,
 			Target: c1.since(c0), Gen: g1.since(g0)}
 		if served != nil && svErr == nil {
 			if sv1, err := served(); err == nil {
@@ -98,7 +95,8 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 			}
 		}
 		sr.IrqCPU = (i1 - i0).Seconds() / wall
-		sr.OtherCPU = max(0, (m1-m0).Seconds()/wall-sr.ServerCPU-sr.GenCPU)
+		tc, gc := sr.Cores()
+		sr.OtherCPU = max(0, (m1-m0).Seconds()/wall-tc-gc)
 		sr.Pass, sr.Why = s.Criteria.Pass(r)
 		verdict := "pass"
 		if !sr.Pass {
@@ -108,7 +106,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		if sr.Served != nil {
 			own = "server's own answer time p50/p99/max " + servedLatency(sr.Served) + " ms, WAL fdatasync " + walSyncs(sr.Served) + " ms, "
 		}
-		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  %starget CPU %.2f, generator %.2f, irq %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), own, sr.ServerCPU, sr.GenCPU, sr.IrqCPU, sr.OtherCPU, verdict)
+		fmt.Fprintf(progress, "[%s] %s\n[%s] %s  %starget CPU %.2f, generator %.2f, irq %.2f, others %.2f cores  %s\n", name, load.StepHeader(), name, load.StepLine(r), own, tc, gc, sr.IrqCPU, sr.OtherCPU, verdict)
 		sw.Steps = append(sw.Steps, *sr)
 		time.Sleep(s.Pause)
 		return &sw.Steps[len(sw.Steps)-1]
@@ -186,16 +184,22 @@ func (s *StepResult) PerRequest(n int64) float64 {
 	return float64(n) / float64(s.Sent)
 }
 
+// Cores returns the cores the target and the generator used during the
+// step.
+func (s *StepResult) Cores() (target, gen float64) {
+	if s.Wall <= 0 {
+		return 0, 0
+	}
+	return s.Target.CPU.Seconds() / s.Wall.Seconds(), s.Gen.CPU.Seconds() / s.Wall.Seconds()
+}
+
 // CPUPerRequest returns the target's and the generator's CPU time per sent
 // request.
 func (s *StepResult) CPUPerRequest() (target, gen time.Duration) {
 	if s.Sent == 0 {
 		return 0, 0
 	}
-	per := func(cores float64) time.Duration {
-		return time.Duration(cores * float64(s.Wall) / float64(s.Sent))
-	}
-	return per(s.ServerCPU), per(s.GenCPU)
+	return s.Target.CPU / time.Duration(s.Sent), s.Gen.CPU / time.Duration(s.Sent)
 }
 
 // KernelShare returns the share of the target's and of the generator's CPU

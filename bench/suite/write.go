@@ -361,6 +361,7 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 		}
 		tcpu, gcpu := st.CPUPerRequest()
 		tk, gk := st.KernelShare()
+		tc, gc := st.Cores()
 		role := st.Role
 		if s.Saturation == st {
 			role += " (**saturation**)"
@@ -371,10 +372,10 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 			load.FormatLatency(st.Percentile(99.9)), load.FormatLatency(st.Max()),
 			load.FormatLatency(time.Duration(st.Pacer.ValueAtPercentile(99))*time.Microsecond),
 			servedLatency(st.Served), walSyncs(st.Served),
-			fmt.Sprintf("%.2f", st.ServerCPU), us(tcpu), share(tk),
+			fmt.Sprintf("%.2f", tc), us(tcpu), share(tk),
 			fmt.Sprintf("%.1f", st.PerRequest(st.Target.CtxSwitches)), fmt.Sprintf("%.1f", st.PerRequest(st.Target.ReadSyscalls+st.Target.WriteSyscall)),
 			runQueue(st.Target.RunDelay, st.Wall),
-			fmt.Sprintf("%.2f", st.GenCPU), us(gcpu), share(gk), runQueue(st.Gen.RunDelay, st.Wall),
+			fmt.Sprintf("%.2f", gc), us(gcpu), share(gk), runQueue(st.Gen.RunDelay, st.Wall),
 			fmt.Sprintf("%.2f", st.IrqCPU), fmt.Sprintf("%.2f", st.OtherCPU),
 			load.FormatLatency(st.DiskP50)+" / "+load.FormatLatency(st.DiskMax), verdict, "["+file+"]("+file+")")
 	}

@@ -31,12 +31,13 @@ func TestWriteReport(t *testing.T) {
 	// the server's own counters at half saturation: one answer and one
 	// fdatasync of ~120-150 ms, which the max shows and the p50 hides
 	rest.Steps[2].Served = &load.Metrics{RESTLatency: load.Hist{100: 98, 1000: 1, 150000: 1}, WALSync: load.Hist{300: 9, 120000: 1}}
-	rest.Steps[0].Wall, rest.Steps[0].ServerCPU, rest.Steps[0].GenCPU = time.Second, 0.05, 0.03      // 50 and 30 µs per request
+	// 1000 requests in 1 s: 0.05 and 0.03 cores, 50 and 30 µs per request
+	rest.Steps[0].Wall = time.Second
 	rest.Steps[0].Target.CPU, rest.Steps[0].Target.SysCPU = 50*time.Millisecond, 30*time.Millisecond // 60% in the kernel
 	rest.Steps[0].Gen.CPU, rest.Steps[0].Gen.SysCPU = 30*time.Millisecond, 15*time.Millisecond       // 50%
 	bare := &Sweep{Name: "bare", Steps: []StepResult{fakeStep(1000, 100*time.Microsecond, true, "search")}, Capped: true}
 	bare.Saturation = &bare.Steps[0]
-	bare.Steps[0].Wall, bare.Steps[0].ServerCPU, bare.Steps[0].GenCPU = time.Second, 0.02, 0.025
+	bare.Steps[0].Wall, bare.Steps[0].Gen.CPU = time.Second, 25*time.Millisecond
 	bare.Steps[0].Target.CPU, bare.Steps[0].Target.SysCPU = 20*time.Millisecond, 15*time.Millisecond // 75%
 	engine := &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader("BenchmarkMixed-2 100 250 ns/op 0 allocs/op\n"))}
 	r := &Run{Opts: Options{Command: "benchrun", Markets: load.DefaultMarkets()[:2], Search: Search{Criteria: load.Criteria{MinAchieved: 0.95, MaxP99: 20 * time.Millisecond}}},
