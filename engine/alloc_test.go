@@ -308,17 +308,65 @@ func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
 	return trades
 }
 
-// BenchmarkPlaceCancel: a resting order placed and cancelled (two commands
-// per op) next to a 10k-order book.
-func BenchmarkPlaceCancel(b *testing.B) {
-	mx := newMixed(b, 10_000)
-	bn := mx.bn
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-5, 10))
-		ui, uid := bn.user(i)
-		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: bn.out.Order().OrderID})
+// BenchmarkByKind: the cost of one kind of command at a time, to read
+// BenchmarkMixed by. Each case repeats one pattern, so branches and caches
+// favour it more than the mixed stream's random order does; compare the
+// cases with each other, not with Mixed. Per op:
+//   - place-cancel: a passive bid joins an existing level of the 10k-order
+//     book and is cancelled by id (two commands);
+//   - place-cancel-new-level: the same on an empty book, where the bid
+//     creates its level and its user's list and the cancel drops both (two
+//     commands);
+//   - take-one: an IOC buys from the head of a deep resting ask (one
+//     command, one fill; the maker stays, partly filled);
+//   - place-take: a passive ask on an empty book, then an IOC that fills it
+//     (two commands, one fill; the maker, its level and its list go).
+func BenchmarkByKind(b *testing.B) {
+	placeCancel := func(b *testing.B, bn *bench) {
+		for i := 0; i < b.N; i++ {
+			bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-5, 10))
+			ui, uid := bn.user(i)
+			bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: bn.out.Order().OrderID})
+		}
+	}
+	cases := []struct {
+		name string
+		run  func(b *testing.B)
+	}{
+		{"place-cancel", func(b *testing.B) {
+			bn := newMixed(b, 10_000).bn
+			b.ResetTimer()
+			placeCancel(b, bn)
+		}},
+		{"place-cancel-new-level", func(b *testing.B) {
+			bn := newBench(b, 1000)
+			b.ResetTimer()
+			placeCancel(b, bn)
+		}},
+		{"take-one", func(b *testing.B) {
+			bn := newBench(b, 1000)
+			for i := 0; i < 100; i++ {
+				bn.apply(bn.e, bn.limit(i, engine.Sell, engine.GTC, benchMid, 1<<40))
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				bn.apply(bn.e, bn.limit(i+1, engine.Buy, engine.IOC, benchMid, 10))
+			}
+		}},
+		{"place-take", func(b *testing.B) {
+			bn := newBench(b, 1000)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				bn.apply(bn.e, bn.limit(i, engine.Sell, engine.GTC, benchMid, 10))
+				bn.apply(bn.e, bn.limit(i+1, engine.Buy, engine.IOC, benchMid, 10))
+			}
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			c.run(b)
+		})
 	}
 }
 
