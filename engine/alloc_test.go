@@ -318,15 +318,24 @@ func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
 //     creates its level and its user's list and the cancel drops both (two
 //     commands);
 //   - take-one: an IOC buys from the head of a deep resting ask (one
-//     command, one fill; the maker stays, partly filled);
+//     command, one fill; the maker stays, partly filled; one op in 1e5
+//     also places the next ask);
 //   - place-take: a passive ask on an empty book, then an IOC that fills it
 //     (two commands, one fill; the maker, its level and its list go).
 func BenchmarkByKind(b *testing.B) {
+	// want fails b unless the last command made exactly trades trades (a
+	// case whose setup went wrong would time something else)
+	want := func(b *testing.B, bn *bench, trades int) {
+		if bn.out.Reject != engine.OK || len(bn.out.Trades) != trades {
+			b.Fatalf("got reject %v and %d trades, want OK and %d", bn.out.Reject, len(bn.out.Trades), trades)
+		}
+	}
 	placeCancel := func(b *testing.B, bn *bench) {
 		for i := 0; i < b.N; i++ {
 			bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-5, 10))
 			ui, uid := bn.user(i)
 			bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: 0, OrderID: bn.out.Order().OrderID})
+			want(b, bn, 0)
 		}
 	}
 	cases := []struct {
@@ -344,13 +353,19 @@ func BenchmarkByKind(b *testing.B) {
 			placeCancel(b, bn)
 		}},
 		{"take-one", func(b *testing.B) {
+			// user 0's asks of the market's largest size (1e6 steps: 1e5
+			// takes each), a new one as each is used up; takers are the
+			// other users (user 0 would expire its own ask)
+			const size, take = 1_000_000, 10
 			bn := newBench(b, 1000)
-			for i := 0; i < 100; i++ {
-				bn.apply(bn.e, bn.limit(i, engine.Sell, engine.GTC, benchMid, 1<<40))
-			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				bn.apply(bn.e, bn.limit(i+1, engine.Buy, engine.IOC, benchMid, 10))
+				if i%(size/take) == 0 {
+					bn.apply(bn.e, bn.limit(0, engine.Sell, engine.GTC, benchMid, size))
+					want(b, bn, 0)
+				}
+				bn.apply(bn.e, bn.limit(1+i%999, engine.Buy, engine.IOC, benchMid, take))
+				want(b, bn, 1)
 			}
 		}},
 		{"place-take", func(b *testing.B) {
@@ -359,6 +374,7 @@ func BenchmarkByKind(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				bn.apply(bn.e, bn.limit(i, engine.Sell, engine.GTC, benchMid, 10))
 				bn.apply(bn.e, bn.limit(i+1, engine.Buy, engine.IOC, benchMid, 10))
+				want(b, bn, 1)
 			}
 		}},
 	}
