@@ -109,8 +109,12 @@ func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred)
 		return newErr(400, codeParam, "referrerUid must not be negative")
 	}
 	for attempt := 0; attempt < 16; attempt++ {
-		uid := s.maxUID.Load() + 1
-		if in.UID != nil {
+		var uid int64
+		if in.UID == nil {
+			// taken, not read: concurrent registrations each get their own
+			// (one that is then rejected leaves a gap in the uids)
+			uid = s.maxUID.Add(1)
+		} else {
 			uid = *in.UID
 		}
 		var seed [seedLen]byte

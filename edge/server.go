@@ -60,7 +60,7 @@ type Server struct {
 	routes       map[string]*route
 	adminRoutes  map[string]*route
 	coinsBody    []byte
-	maxUID       atomic.Int64 // highest uid registered (admin uid allocation)
+	maxUID       atomic.Int64 // highest uid registered or taken by an admin registration
 	latency      latencyHist  // REST answer times (admin /metrics)
 	logf         func(format string, args ...any)
 
@@ -129,8 +129,7 @@ func Open(o Options) (*Server, error) {
 // and on replay, and for the users a loaded snapshot holds: admin-created
 // users get their credentials, derived from the journaled seed.
 func (s *Server) onAddUser(c *engine.Cmd) {
-	if c.UID > s.maxUID.Load() {
-		s.maxUID.Store(c.UID)
+	for m := s.maxUID.Load(); c.UID > m && !s.maxUID.CompareAndSwap(m, c.UID); m = s.maxUID.Load() {
 	}
 	if c.User == noUser || c.Text.N != seedLen {
 		return

@@ -483,6 +483,42 @@ func TestConcurrentBatches(t *testing.T) {
 	}
 }
 
+// TestConcurrentRegistrations: admin registrations sent in parallel each
+// get their own uid; none is refused for having raced with another (the
+// load generator registers its users eight at a time).
+func TestConcurrentRegistrations(t *testing.T) {
+	s := startServer(t, "")
+	const workers, each = 16, 8
+	var wg sync.WaitGroup
+	got := make(chan resp, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				got <- s.do(req{method: "POST", path: "/admin/v1/users", body: `{}`, admin: true})
+			}
+		}()
+	}
+	wg.Wait()
+	close(got)
+	uids := map[int64]bool{}
+	for r := range got {
+		var nu struct{ UID int64 }
+		if r.status != 200 || json.Unmarshal(r.body, &nu) != nil || nu.UID <= 0 {
+			t.Errorf("registration: got %d %s, want 200 and a uid", r.status, r.body)
+			continue
+		}
+		if uids[nu.UID] {
+			t.Errorf("uid %d given twice", nu.UID)
+		}
+		uids[nu.UID] = true
+	}
+	if len(uids) != workers*each {
+		t.Errorf("%d distinct uids, want %d", len(uids), workers*each)
+	}
+}
+
 // TestIPRateLimit: the IP budget applies to public endpoints too, with
 // Retry-After, and the admin token overrides from the command line work.
 func TestIPRateLimit(t *testing.T) {
