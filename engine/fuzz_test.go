@@ -194,7 +194,7 @@ func FuzzEngine(f *testing.F) {
 			// Prefetch takes any command: market and id unchecked.
 			raw := engine.Cmd{Kind: engine.CmdCancel, Market: engine.MarketID(data[i+1]), OrderID: int64(binary.LittleEndian.Uint32(data[i:]))}
 			for _, e := range h.cl.All {
-				e.Prefetch(&raw)
+				e.Prefetch(&raw, &raw)
 			}
 			if !h.step(c) {
 				t.FailNow()

@@ -11,7 +11,12 @@ import "unsafe"
 // the engine and never faults, so any command is safe; when the command
 // before changes the book, the guess goes stale and costs a wasted
 // prefetch.
-func (e *Engine) Prefetch(c *Cmd) {
+func (e *Engine) Prefetch(c, then *Cmd) {
+	if then != nil && then.Kind == CmdCancel && then.OrderID > 0 {
+		if m := e.market(then.Market); m != nil && len(m.ids.win) != 0 {
+			prefetch1(unsafe.Pointer(&m.ids.win[m.ids.slot(then.OrderID)]))
+		}
+	}
 	if c.Kind != CmdCancel || c.OrderID <= 0 {
 		return
 	}

@@ -8,3 +8,8 @@ import "unsafe"
 //
 //go:noescape
 func prefetchOrder(o, ln unsafe.Pointer)
+
+// prefetch1 hints that the cache line at p will be read soon.
+//
+//go:noescape
+func prefetch1(p unsafe.Pointer)

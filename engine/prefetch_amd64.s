@@ -9,3 +9,9 @@ TEXT ·prefetchOrder(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ ln+8(FP), AX
 	PREFETCHT0 (AX)
 	RET
+
+// func prefetch1(p unsafe.Pointer)
+TEXT ·prefetch1(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 (AX)
+	RET

@@ -54,7 +54,7 @@ func (h *harness) step(c engine.Cmd) bool {
 	}
 	e := h.cl.Route(&c)
 	ec := c
-	e.Prefetch(&ec) // as a shard does for the next command; it must change nothing
+	e.Prefetch(&ec, &ec) // as a shard does for the next command; it must change nothing
 	e.Apply(&ec, h.seq, h.ts, &h.eo)
 	e.Flush()
 	h.ref.Apply(c, h.seq, h.ts, e.Shard(), &h.ro)

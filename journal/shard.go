@@ -197,8 +197,12 @@ func (s *shard) segment(b []*Request) {
 	}
 	count := 0
 	for i, r := range b {
-		if i+1 < len(b) {
-			s.eng.Prefetch(&b[i+1].Cmd) // overlap its cache misses with r (engine/prefetch.go)
+		if i+1 < len(b) { // overlap their cache misses with r (engine/prefetch.go)
+			var then *engine.Cmd
+			if i+2 < len(b) {
+				then = &b[i+2].Cmd
+			}
+			s.eng.Prefetch(&b[i+1].Cmd, then)
 		}
 		if r.Query != QueryNone {
 			s.query(r)
