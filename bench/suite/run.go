@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weexcore/exchange/bench/load"
@@ -154,25 +155,30 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	if !o.SkipEdge {
 		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime, 1)
 	}
-	// The REST sweep may use its share of what is left; the bare sweep the rest.
-	restShare := 0.55
-	if o.SkipBare {
-		restShare = 1
-	}
-	r.Opts.Search.Deadline = time.Now().Add(time.Duration(float64(time.Until(end)) * restShare))
-	if !o.SkipREST {
-		if err := runREST(r); err != nil {
-			r.RESTErr = err.Error()
-			fmt.Fprintf(pr, "bench: REST: %v\n", err)
-		}
-	}
+	// The two sweeps run at once, taking turns step by step (Baton), and
+	// share what is left of the time.
 	r.Opts.Search.Deadline = end
-	if !o.SkipBare {
-		if err := runBare(r); err != nil {
-			r.BareErr = err.Error()
-			fmt.Fprintf(pr, "bench: bare: %v\n", err)
-		}
+	if !o.SkipREST && !o.SkipBare {
+		r.Opts.Search.Turn = NewBaton()
 	}
+	var wg sync.WaitGroup
+	if !o.SkipREST {
+		wg.Go(func() {
+			if err := runREST(r); err != nil {
+				r.RESTErr = err.Error()
+				fmt.Fprintf(pr, "bench: REST: %v\n", err)
+			}
+		})
+	}
+	if !o.SkipBare {
+		wg.Go(func() {
+			if err := runBare(r); err != nil {
+				r.BareErr = err.Error()
+				fmt.Fprintf(pr, "bench: bare: %v\n", err)
+			}
+		})
+	}
+	wg.Wait()
 	r.Finished = time.Now().UTC()
 	path, err := writeReport(r)
 	if err != nil {
@@ -187,6 +193,10 @@ func Execute(ctx context.Context, o Options) (string, error) {
 func runREST(r *Run) error {
 	o := r.Opts
 	pr := o.Progress
+	// setup and shutdown run alone, between the other sweep's steps
+	turn := o.Search.Turn
+	turn.take()
+	defer turn.give() // after the server's stop: deferred first, runs last
 	dataDir, err := os.MkdirTemp("", "weex-bench-data-")
 	if err != nil {
 		return err
@@ -258,15 +268,19 @@ func runREST(r *Run) error {
 	}
 	warm(g, o, pr, "rest")
 	search := o.Search
-	search.Deadline = r.Opts.Search.Deadline
 	search.ProbeDir = dataDir
+	turn.give()
 	r.REST = RunSearch("rest", g, search, srv.Counters, a.Metrics, pr)
+	turn.take()
 	return nil
 }
 
 func runBare(r *Run) error {
 	o := r.Opts
 	pr := o.Progress
+	turn := o.Search.Turn // as in runREST
+	turn.take()
+	defer turn.give()
 	fmt.Fprintf(pr, "bench: starting the bare fasthttp target\n")
 	p, err := StartProc(o.Self, []string{"-serve-bare", "127.0.0.1:0"}, filepath.Join(r.Dir, "bare.log"), 30*time.Second)
 	if err != nil {
@@ -287,9 +301,10 @@ func runBare(r *Run) error {
 	defer g.Close()
 	warm(g, o, pr, "bare")
 	search := o.Search
-	search.Deadline = r.Opts.Search.Deadline
 	search.ProbeDir = os.TempDir()
+	turn.give()
 	r.Bare = RunSearch("bare", g, search, p.Counters, nil, pr)
+	turn.take()
 	return nil
 }
 

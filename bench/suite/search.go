@@ -46,6 +46,38 @@ type Search struct {
 	Deadline time.Time
 	// ProbeDir, if set, gets a 20-fsync probe before every step.
 	ProbeDir string
+	// Turn, if set, is held for each step: two sweeps sharing one Turn
+	// take their steps in alternation (see Baton).
+	Turn Baton
+}
+
+// Baton makes two sweeps take turns, step by step, so that the REST and
+// the bare target see the same phases of a shared machine (on this VM the
+// same binary's speed moves by a third from one minute to the next, and a
+// ratio of two sweeps run one after the other measured the phases as much
+// as the targets). Whoever holds it runs alone; giving it hands it to the
+// sweep waiting for it (a channel's send goes to a waiting receiver first),
+// or back to the giver when the other sweep has ended. A nil Baton does
+// nothing.
+type Baton chan struct{}
+
+// NewBaton returns a baton that nobody holds yet.
+func NewBaton() Baton {
+	b := make(Baton, 1)
+	b <- struct{}{}
+	return b
+}
+
+func (b Baton) take() {
+	if b != nil {
+		<-b
+	}
+}
+
+func (b Baton) give() {
+	if b != nil {
+		b <- struct{}{}
+	}
 }
 
 // Sweep is a target's step results and its saturation point.
@@ -65,6 +97,8 @@ type Sweep struct {
 func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, served func() (load.Metrics, error), progress io.Writer) *Sweep {
 	sw := &Sweep{Name: name}
 	run := func(rate float64, dur time.Duration, role string) *StepResult {
+		s.Turn.take()
+		defer s.Turn.give()
 		rate = math.Round(rate)
 		var dp50, dmax time.Duration
 		if s.ProbeDir != "" {
@@ -117,7 +151,11 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 	// fits reports whether a step of dur (plus the half-saturation step)
 	// can still finish before the deadline.
 	fits := func(dur time.Duration) bool {
-		return s.Deadline.IsZero() || time.Now().Add(dur+s.HalfDur+2*s.Pause+s.Duration/2).Before(s.Deadline)
+		ahead := dur + s.HalfDur + 2*s.Pause + s.Duration/2
+		if s.Turn != nil {
+			ahead *= 2 // the other sweep's steps come in between
+		}
+		return s.Deadline.IsZero() || time.Now().Add(ahead).Before(s.Deadline)
 	}
 	try := func(rate float64, dur time.Duration, role string) *StepResult {
 		r := run(rate, dur, role)
