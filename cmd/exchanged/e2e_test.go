@@ -460,14 +460,21 @@ func TestConcurrentBatches(t *testing.T) {
 	if bals[0].Available == "0.00000000" && bals[1].Available == "0.00000000" {
 		t.Errorf("no fees collected: %+v", bals)
 	}
-	// money is conserved: per coin, the sum over every account equals the deposits.
+	s.checkConserved()
+}
+
+// checkConserved: per coin, the sum of every account's available and
+// frozen balance equals the config's deposits (testdata/e2e.json).
+func (s *server) checkConserved() {
+	s.t.Helper()
 	units := func(v string) int64 {
 		n, err := strconv.ParseInt(strings.Replace(v, ".", "", 1), 10, 64)
 		if err != nil {
-			t.Fatalf("amount %q: %v", v, err)
+			s.t.Fatalf("amount %q: %v", v, err)
 		}
 		return n
 	}
+	var bals []struct{ Coin, Available, Frozen string }
 	sum := map[string]int64{}
 	for _, uid := range []int64{1, 10001, 10002, 10003, 10004} {
 		s.ok(req{method: "GET", path: fmt.Sprintf("/admin/v1/balances?uid=%d", uid), admin: true}, &bals)
@@ -478,7 +485,7 @@ func TestConcurrentBatches(t *testing.T) {
 	want := map[string]int64{"BTC": 300 * 1e8, "USDT": 4_000_000 * 1e8, "ETH": 2000 * 1e8}
 	for coin, w := range want {
 		if sum[coin] != w {
-			t.Errorf("%s: sum of balances %d, want %d", coin, sum[coin], w)
+			s.t.Errorf("%s: sum of balances %d, want %d", coin, sum[coin], w)
 		}
 	}
 }
