@@ -46,6 +46,11 @@ func TestKillUnderLoad(t *testing.T) {
 			t.Fatalf("after kill %d:\n%s", i+1, s.log)
 		}
 	}
+	var fees []struct{ Coin, Available string }
+	s.ok(req{method: "GET", path: "/admin/v1/balances?uid=1", admin: true}, &fees)
+	if fees[0].Available == "0.00000000" && fees[1].Available == "0.00000000" {
+		t.Errorf("no fees collected: the load made no trades: %+v", fees)
+	}
 	s.stop()
 }
 
