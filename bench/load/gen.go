@@ -175,6 +175,7 @@ func (g *Generator) Run(s Step) *Result {
 			last = w.last
 		}
 	}
+	r.Start = sch.Start
 	r.Elapsed = last.Sub(sch.Start)
 	if r.Elapsed < s.Duration {
 		r.Elapsed = s.Duration

@@ -10,6 +10,7 @@ import (
 // Result is one step's outcome.
 type Result struct {
 	Rate      float64       // offered arrival rate, requests/s
+	Start     time.Time     // when the schedule began (to set against server.log)
 	Duration  time.Duration // schedule length
 	Elapsed   time.Duration // schedule start to the last response
 	Scheduled int64         // requests in the schedule

@@ -104,7 +104,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		if s.ProbeDir != "" {
 			dp50, dmax, _ = fsyncSample(s.ProbeDir, 20)
 		}
-		fmt.Fprintf(progress, "[%s] step %s: %.0f req/s for %v (fsync probe p50 %s, max %s ms)\n", name, role, rate, dur,
+		fmt.Fprintf(progress, "[%s] %s step %s: %.0f req/s for %v (fsync probe p50 %s, max %s ms)\n", name, time.Now().Format("15:04:05.000"), role, rate, dur,
 			load.FormatLatency(dp50), load.FormatLatency(dmax))
 		var sv0 load.Metrics
 		var svErr error

@@ -527,8 +527,12 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 		var worst []string
 		for _, i := range st.WorstWindows(5) {
 			w := st.Windows[i]
-			worst = append(worst, fmt.Sprintf("%.1f-%.1f s: max %s ms over %d answers", float64(i)*load.WindowLen.Seconds(), float64(i+1)*load.WindowLen.Seconds(),
-				load.FormatLatency(time.Duration(w.Max)*time.Microsecond), w.Count))
+			at := ""
+			if !st.Start.IsZero() { // the clock time, to set against server.log
+				at = st.Start.Add(time.Duration(i) * load.WindowLen).Local().Format(" (15:04:05.0)")
+			}
+			worst = append(worst, fmt.Sprintf("%.1f-%.1f s%s: max %s ms over %d answers", float64(i)*load.WindowLen.Seconds(), float64(i+1)*load.WindowLen.Seconds(),
+				at, load.FormatLatency(time.Duration(w.Max)*time.Microsecond), w.Count))
 		}
 		fmt.Fprintf(b, "Worst 100 ms windows at %s (%.0f/s): %s.\n\n", n.name, st.Rate, strings.Join(worst, "; "))
 		ts := report.TimeSeries{Name: fmt.Sprintf("%s %.0f/s", n.name, st.Rate)}
