@@ -7,10 +7,12 @@ import "unsafe"
 // batch, a shard calls it for the next command before applying the
 // current one, so that the cache miss of a cancel (a random resting
 // order: reading it was BenchmarkMixed's largest single cost) overlaps
-// with the work before it instead of stalling the cancel. It only reads
-// the engine and never faults, so any command is safe; when the command
-// before changes the book, the guess goes stale and costs a wasted
-// prefetch.
+// with the work before it instead of stalling the cancel. then, if not
+// nil, is the command after c: for it only the order index's slot is
+// asked for, so that at the next call the slot is cached and finding
+// the order does not stall the prefetch itself. It only reads the engine
+// and never faults, so any command is safe; when the command before
+// changes the book, the guess goes stale and costs a wasted prefetch.
 func (e *Engine) Prefetch(c, then *Cmd) {
 	if then != nil && then.Kind == CmdCancel && then.OrderID > 0 {
 		if m := e.market(then.Market); m != nil && len(m.ids.win) != 0 {
