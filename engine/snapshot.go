@@ -41,28 +41,46 @@ const (
 )
 
 func appendMarket(dst []byte, e *Engine, m *market) []byte {
-	dst = le.AppendUint16(dst, uint16(m.spec.ID))
-	dst = le.AppendUint64(dst, uint64(m.last))
-	dst = le.AppendUint64(dst, uint64(m.nextOrder))
-	dst = le.AppendUint64(dst, uint64(m.nextTrade))
+	return appendBook(dst, &e.pool, &e.lvls, marketHead{m.spec.ID, m.last, m.nextOrder, m.nextTrade}, m.bids.lvls, m.asks.lvls)
+}
+
+// marketHead is what a market's encoding starts with.
+type marketHead struct {
+	id                   MarketID
+	last                 Price
+	nextOrder, nextTrade int64
+}
+
+// appendBook appends a market's encoding: its head, then the orders of
+// the levels bids and asks (each best last, as side.lvls keeps them),
+// read from p and lv.
+func appendBook(dst []byte, p *pool, lv *levels, hd marketHead, bids, asks []lvHandle) []byte {
+	dst = le.AppendUint16(dst, uint16(hd.id))
+	dst = le.AppendUint64(dst, uint64(hd.last))
+	dst = le.AppendUint64(dst, uint64(hd.nextOrder))
+	dst = le.AppendUint64(dst, uint64(hd.nextTrade))
 	n := 0
-	for _, s := range [2]*side{&m.bids, &m.asks} {
-		for _, lh := range s.lvls {
-			n += int(e.lvls.get(lh).count)
+	for _, s := range [2][]lvHandle{bids, asks} {
+		for _, lh := range s {
+			n += int(lv.get(lh).count)
 		}
 	}
 	dst = le.AppendUint32(dst, uint32(n))
-	for _, s := range [2]*side{&m.bids, &m.asks} {
-		for i := len(s.lvls) - 1; i >= 0; i-- {
-			for h := e.lvls.get(s.lvls[i]).head; h != 0; {
-				o := e.pool.get(h)
+	dst = slices.Grow(dst, n*(orderFixedLen+8)) // most client ids are short
+	for _, s := range [2][]lvHandle{bids, asks} {
+		for i := len(s) - 1; i >= 0; i-- {
+			for h := lv.get(s[i]).head; h != 0; {
+				o := p.get(h)
 				dst = appendOrder(dst, o)
-				h = e.pool.ln(h).next
+				h = p.ln(h).next
 			}
 		}
 	}
 	return dst
 }
+
+// orderFixedLen is an order's encoding without its client id's bytes.
+const orderFixedLen = 8 + 4 + 4 + 7*8 + 1
 
 func appendOrder(dst []byte, o *order) []byte {
 	dst = le.AppendUint64(dst, uint64(o.id))
@@ -87,6 +105,62 @@ func (e *Engine) AppendSnapshot(dst []byte) []byte {
 	dst = le.AppendUint32(dst, uint32(len(e.owned)))
 	for _, m := range e.owned {
 		dst = appendMarket(dst, e, m)
+	}
+	return dst
+}
+
+// Frozen is a copy of what AppendSnapshot reads from an engine: its order
+// pool, its price levels and each owned market's head and level lists.
+// Freeze takes it while the engine's shard is stopped, in the time of a
+// few large copies; the encoding, which chases every level's queue through
+// memory (about 400 ns per order here, 120 ms for 300k orders), then runs
+// from the copy while the shard goes on.
+type Frozen struct {
+	pool  pool
+	lvls  levels
+	heads []marketHead
+	books [][2][]lvHandle // bids, asks of heads[i]
+}
+
+// Freeze copies e's book into f (reusing f's memory) and returns f; a nil
+// f gets a new one. Like AppendSnapshot it panics if credits are pending.
+func (e *Engine) Freeze(f *Frozen) *Frozen {
+	if len(e.pending) != 0 {
+		panic("engine: snapshot with pending credits")
+	}
+	if f == nil {
+		f = &Frozen{}
+	}
+	used := (e.pool.n >> chunkBits) + 1 // chunks holding handles 1..n
+	used = min(used, len(e.pool.chunks))
+	for len(f.pool.chunks) < used {
+		f.pool.chunks = append(f.pool.chunks, new(chunk))
+		f.pool.links = append(f.pool.links, new(linkChunk))
+	}
+	for i := 0; i < used; i++ {
+		*f.pool.chunks[i] = *e.pool.chunks[i]
+		*f.pool.links[i] = *e.pool.links[i]
+	}
+	f.lvls.l = append(f.lvls.l[:0], e.lvls.l...)
+	f.heads = f.heads[:0]
+	for i, m := range e.owned {
+		f.heads = append(f.heads, marketHead{m.spec.ID, m.last, m.nextOrder, m.nextTrade})
+		if i == len(f.books) {
+			f.books = append(f.books, [2][]lvHandle{})
+		}
+		f.books[i][0] = append(f.books[i][0][:0], m.bids.lvls...)
+		f.books[i][1] = append(f.books[i][1][:0], m.asks.lvls...)
+	}
+	return f
+}
+
+// AppendSnapshot appends what Engine.AppendSnapshot would have appended
+// at the time of the Freeze.
+func (f *Frozen) AppendSnapshot(dst []byte) []byte {
+	dst = append(dst, engineMagic...)
+	dst = le.AppendUint32(dst, uint32(len(f.heads)))
+	for i, hd := range f.heads {
+		dst = appendBook(dst, &f.pool, &f.lvls, hd, f.books[i][0], f.books[i][1])
 	}
 	return dst
 }

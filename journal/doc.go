@@ -94,9 +94,15 @@
 // # Snapshots
 //
 // A snapshot is taken at a barrier pushed through every ring: when every
-// shard has synced and flushed everything before it and stopped, the
-// accounts, every engine and each shard's seq and time are written under
-// "s" snapNo(8) (format in snapshot.go). The journal is kept: auditors
+// shard has synced and flushed everything before it and stopped, each
+// shard's seq and time and the accounts are encoded and every engine's
+// book is copied (engine.Frozen); then the shards go on, and the books are
+// encoded from the copies and everything is written under "s" snapNo(8)
+// (format in snapshot.go). Encoding a book walks every level's queue
+// through memory, ~330-400 ns per resting order here, so the shards now
+// wait for the copy only: with 300,000 resting orders, 29 ms on the first
+// snapshot (the copy's memory is allocated; later ones reuse it, ~4 ms in
+// BenchmarkSnapshot) instead of 259 ms. The journal is kept: auditors
 // replay it from the start, and a snapshot followed by the journal tail
 // gives the same state hash as the full replay.
 //

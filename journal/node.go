@@ -41,9 +41,12 @@ type impl struct {
 	nMarket   int      // market shards; the ledger is shard nMarket
 	shards    []*shard // market shards then the ledger
 	engines   []*engine.Engine
-	fresh     bool
-	meta      *meta      // as stored (Seeded rewrites it)
-	metaMu    sync.Mutex // guards meta
+	// frozen[i] is engines[i]'s book as of the last snapshot's barrier
+	// (snapshot.go), kept so that the next one reuses its memory
+	frozen []*engine.Frozen
+	fresh  bool
+	meta   *meta      // as stored (Seeded rewrites it)
+	metaMu sync.Mutex // guards meta
 	// replayed commands and the time recover took (snapshot load + replay)
 	replayed  int
 	replayDur time.Duration
@@ -304,6 +307,7 @@ func (x *impl) build(specs []*engine.MarketSpec) {
 		}
 	}
 	x.engines = make([]*engine.Engine, x.nMarket+1)
+	x.frozen = make([]*engine.Frozen, x.nMarket+1)
 	x.shards = make([]*shard, x.nMarket+1)
 	for i := 0; i <= x.nMarket; i++ {
 		if i < x.nMarket {

@@ -127,9 +127,9 @@ func (n *Node) Snapshot() error {
 }
 
 // snapshotLocked takes a snapshot at a barrier; the caller holds barMu.
-// The shards wait only while the state is encoded; the write and its sync
-// happen after they have been released (the encoded bytes are consistent
-// whatever the shards do next).
+// The shards wait only while the accounts are encoded and each engine's
+// book is copied (engine.Frozen); the books' encoding, the write and its
+// sync happen after they have been released.
 func (x *impl) snapshotLocked() error {
 	b, err := x.stopAll(time.Time{})
 	if err != nil {
@@ -137,12 +137,15 @@ func (x *impl) snapshotLocked() error {
 	}
 	t0 := time.Now()
 	x.checkAtBarrier()
-	v, seqs, err := x.encodeAtBarrier()
+	v, seqs, err := x.freezeAtBarrier()
 	close(b.release)
 	if err != nil || v == nil {
 		return err
 	}
 	pause := time.Since(t0)
+	if v, err = x.finishSnapshot(v); err != nil {
+		return err
+	}
 	x.snapNo++
 	if err := x.db.Set(snapshotKey(nil, x.snapNo), v, pebble.Sync); err != nil {
 		return fmt.Errorf("journal: write snapshot: %v", err)
@@ -159,9 +162,10 @@ func (x *impl) snapshotLocked() error {
 	return nil
 }
 
-// encodeAtBarrier encodes the snapshot while every shard is stopped; nil
+// freezeAtBarrier, while every shard is stopped, encodes the snapshot's
+// header and accounts and copies every engine's book into x.frozen; nil
 // when nothing changed since the last one.
-func (x *impl) encodeAtBarrier() (v []byte, seqs []uint64, err error) {
+func (x *impl) freezeAtBarrier() (v []byte, seqs []uint64, err error) {
 	defer func() {
 		if p := recover(); p != nil { // engine snapshot code broken: report, keep running
 			v, err = nil, fmt.Errorf("journal: snapshot: %v", p)
@@ -170,9 +174,27 @@ func (x *impl) encodeAtBarrier() (v []byte, seqs []uint64, err error) {
 	if x.sinceSnap.Load() == 0 && x.snapNo > 0 {
 		return nil, nil, nil
 	}
-	v = encodeSnapshot(x)
+	v = encodeSnapshotHead(x)
+	for i, e := range x.engines {
+		x.frozen[i] = e.Freeze(x.frozen[i])
+	}
 	x.sinceSnap.Store(0)
 	return v, x.seqsNow(), nil
+}
+
+// finishSnapshot appends the frozen engines and the checksum to head.
+func (x *impl) finishSnapshot(head []byte) (v []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("journal: snapshot: %v", p)
+		}
+	}()
+	v = head
+	for _, f := range x.frozen {
+		at := len(v)
+		v = lenAt(f.AppendSnapshot(le.AppendUint32(v, 0)), at)
+	}
+	return le.AppendUint32(v, crc32.Checksum(v, castagnoli)), nil
 }
 
 // keepSnapshots is how many of the newest snapshots are kept.
@@ -187,25 +209,32 @@ const keepSnapshots = 2
 //	crc32c u32 of everything before it
 const snapVersion = 1
 
+// encodeSnapshot encodes the snapshot of x, which must be quiet.
 func encodeSnapshot(x *impl) []byte {
+	v := encodeSnapshotHead(x)
+	for _, e := range x.engines {
+		at := len(v)
+		v = lenAt(e.AppendSnapshot(le.AppendUint32(v, 0)), at)
+	}
+	return le.AppendUint32(v, crc32.Checksum(v, castagnoli))
+}
+
+// encodeSnapshotHead encodes the snapshot up to the engines: the header
+// and the accounts.
+func encodeSnapshotHead(x *impl) []byte {
 	v := []byte{snapVersion, byte(x.nMarket)}
 	for _, s := range x.shards {
 		v = le.AppendUint64(v, s.seq)
 		v = le.AppendUint64(v, uint64(s.timeMs))
 	}
-	lenAt := func(v []byte, at int) []byte {
-		le.PutUint32(v[at:], uint32(len(v)-at-4))
-		return v
-	}
 	at := len(v)
-	v = x.acc.AppendSnapshot(le.AppendUint32(v, 0))
-	v = lenAt(v, at)
-	for _, e := range x.engines {
-		at = len(v)
-		v = e.AppendSnapshot(le.AppendUint32(v, 0))
-		v = lenAt(v, at)
-	}
-	return le.AppendUint32(v, crc32.Checksum(v, castagnoli))
+	return lenAt(x.acc.AppendSnapshot(le.AppendUint32(v, 0)), at)
+}
+
+// lenAt fills in the u32 length at v[at:] of the bytes after it.
+func lenAt(v []byte, at int) []byte {
+	le.PutUint32(v[at:], uint32(len(v)-at-4))
+	return v
 }
 
 // loadSnapshot restores the newest valid snapshot and returns each shard's
