@@ -265,22 +265,27 @@ func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte 
 	n := a.NumUsers()
 	dst = le.AppendUint32(dst, uint32(a.nc))
 	dst = le.AppendUint32(dst, uint32(n))
-	for u := UserIdx(0); int(u) < n; u++ {
-		broker, ref := a.Broker(u)
-		dst = le.AppendUint64(dst, uint64(a.UID(u)))
-		b := byte(0)
-		if broker {
-			b = 1
-		}
-		dst = append(dst, b)
-		dst = le.AppendUint64(dst, uint64(ref))
-		for c := 0; c < a.nc; c++ {
-			cl := a.cell(u, CoinID(c))
-			dst = le.AppendUint64(dst, uint64(cl.avail.Load()))
-			dst = le.AppendUint64(dst, uint64(cl.total.Load()))
-		}
-		if flush != nil && len(dst) > 1<<16 {
-			dst = flush(dst)
+	if flush == nil { // a snapshot: one buffer for all (a barrier waits for it)
+		dst = slices.Grow(dst, n*(17+16*a.nc)+8*len(a.net))
+	}
+	for u0 := 0; u0 < n; u0 += pageSize { // a page at a time
+		p := a.pages[u0>>pageBits].Load()
+		for i := 0; i < min(pageSize, n-u0); i++ {
+			dst = le.AppendUint64(dst, uint64(p.uid[i]))
+			b := byte(0)
+			if p.broker[i] {
+				b = 1
+			}
+			dst = append(dst, b)
+			dst = le.AppendUint64(dst, uint64(p.referrer[i]))
+			cs := p.cells[i*a.nc : i*a.nc+a.nc]
+			for c := range cs {
+				dst = le.AppendUint64(dst, uint64(cs[c].avail.Load()))
+				dst = le.AppendUint64(dst, uint64(cs[c].total.Load()))
+			}
+			if flush != nil && len(dst) > 1<<16 {
+				dst = flush(dst)
+			}
 		}
 	}
 	for c := range a.net {
