@@ -510,6 +510,33 @@ func TestFreeze(t *testing.T) {
 	}
 }
 
+// TestFreezeSparse: when few of the pool's slots hold working orders,
+// Freeze encodes at once instead of copying the pool; the result is the
+// same.
+func TestFreezeSparse(t *testing.T) {
+	bn := newBench(t, 100)
+	var ids []int64
+	for i := 0; i < 10_000; i++ {
+		bn.apply(bn.e, bn.limit(i, engine.Buy, engine.GTC, benchMid-1-engine.Price(i%40), 10))
+		ids = append(ids, bn.out.Order().OrderID)
+	}
+	for i, id := range ids[:9_500] {
+		u, uid := bn.user(i)
+		bn.apply(bn.e, engine.Cmd{Kind: engine.CmdCancel, User: u, UID: uid, Market: 0, OrderID: id})
+		if bn.out.Reject != engine.OK {
+			t.Fatalf("cancel %d: %v", id, bn.out.Reject)
+		}
+	}
+	want := bn.e.AppendSnapshot(nil)
+	f := bn.e.Freeze(nil)
+	for i := 0; i < 100; i++ {
+		bn.apply(bn.e, bn.limit(i, engine.Sell, engine.GTC, benchMid+1, 10))
+	}
+	if got := f.AppendSnapshot(nil); string(got) != string(want) {
+		t.Fatalf("the frozen sparse book encodes %d bytes that differ from the %d of the snapshot at the freeze", len(got), len(want))
+	}
+}
+
 // BenchmarkSnapshot: encoding the engine of a 300k-order book, which the
 // shards used to wait for while a snapshot was taken, against freezing it
 // (what they wait for now, journal/snapshot.go) and encoding the copy.
