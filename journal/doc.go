@@ -102,7 +102,9 @@
 // through memory, ~330-400 ns per resting order here, so the shards now
 // wait for the copy only: with 300,000 resting orders, 29 ms on the first
 // snapshot (the copy's memory is allocated; later ones reuse it, ~4 ms in
-// BenchmarkSnapshot) instead of 259 ms. The journal is kept: auditors
+// BenchmarkSnapshot) instead of 259 ms. The copy is kept for the next
+// snapshot: about as much memory again as the engines' order pools. The
+// journal is kept: auditors
 // replay it from the start, and a snapshot followed by the journal tail
 // gives the same state hash as the full replay.
 //
