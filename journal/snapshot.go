@@ -137,13 +137,14 @@ func (x *impl) snapshotLocked() error {
 	}
 	t0 := time.Now()
 	x.checkAtBarrier()
-	v, seqs, err := x.freezeAtBarrier()
+	v, seqs, since, err := x.freezeAtBarrier()
 	close(b.release)
 	if err != nil || v == nil {
 		return err
 	}
 	pause := time.Since(t0)
 	if v, err = x.finishSnapshot(v); err != nil {
+		x.sinceSnap.Add(since) // not taken: the next check tries again
 		return err
 	}
 	x.snapNo++
@@ -164,22 +165,22 @@ func (x *impl) snapshotLocked() error {
 
 // freezeAtBarrier, while every shard is stopped, encodes the snapshot's
 // header and accounts and copies every engine's book into x.frozen; nil
-// when nothing changed since the last one.
-func (x *impl) freezeAtBarrier() (v []byte, seqs []uint64, err error) {
+// when nothing changed since the last one. since is the count of commands
+// the snapshot covers that it took from x.sinceSnap.
+func (x *impl) freezeAtBarrier() (v []byte, seqs []uint64, since int64, err error) {
 	defer func() {
 		if p := recover(); p != nil { // engine snapshot code broken: report, keep running
 			v, err = nil, fmt.Errorf("journal: snapshot: %v", p)
 		}
 	}()
 	if x.sinceSnap.Load() == 0 && x.snapNo > 0 {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	v = encodeSnapshotHead(x)
 	for i, e := range x.engines {
 		x.frozen[i] = e.Freeze(x.frozen[i])
 	}
-	x.sinceSnap.Store(0)
-	return v, x.seqsNow(), nil
+	return v, x.seqsNow(), x.sinceSnap.Swap(0), nil
 }
 
 // finishSnapshot appends the frozen engines and the checksum to head.
