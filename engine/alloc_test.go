@@ -297,11 +297,7 @@ func BenchmarkMixed(b *testing.B) {
 //go:noinline
 func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
 	for i := range cmds {
-		if i+2 < len(cmds) { // as the shard loop does
-			bn.e.Prefetch(&cmds[i+1], &cmds[i+2])
-		} else if i+1 < len(cmds) {
-			bn.e.Prefetch(&cmds[i+1], nil)
-		}
+		bn.e.PrefetchAhead(cmds, i) // as the shard loop does
 		bn.seq++
 		bn.e.Apply(&cmds[i], bn.seq, int64(bn.seq), &bn.out)
 		bn.e.Flush()

@@ -14,21 +14,40 @@ import "unsafe"
 // and never faults, so any command is safe; when the command before
 // changes the book, the guess goes stale and costs a wasted prefetch.
 func (e *Engine) Prefetch(c, then *Cmd) {
-	if then != nil && then.Kind == CmdCancel && then.OrderID > 0 {
-		if m := e.market(then.Market); m != nil && len(m.ids.win) != 0 {
-			prefetch1(unsafe.Pointer(&m.ids.win[m.ids.slot(then.OrderID)]))
+	if then != nil {
+		if slot := e.indexSlot(then); slot != nil {
+			prefetch1(unsafe.Pointer(slot))
 		}
 	}
-	if c.Kind != CmdCancel || c.OrderID <= 0 {
+	if slot := e.indexSlot(c); slot != nil && *slot != 0 {
+		prefetchOrder(unsafe.Pointer(e.pool.get(*slot)), unsafe.Pointer(e.pool.ln(*slot)))
+	}
+}
+
+// PrefetchAhead is Prefetch for cmds[i+1] and cmds[i+2], those of them
+// that exist: what a loop applying cmds calls before applying cmds[i].
+func (e *Engine) PrefetchAhead(cmds []Cmd, i int) {
+	if i+1 >= len(cmds) {
 		return
+	}
+	var then *Cmd
+	if i+2 < len(cmds) {
+		then = &cmds[i+2]
+	}
+	e.Prefetch(&cmds[i+1], then)
+}
+
+// indexSlot returns the order index slot where c, if it cancels by order
+// id, would find its order, or nil.
+func (e *Engine) indexSlot(c *Cmd) *handle {
+	if c.Kind != CmdCancel || c.OrderID <= 0 {
+		return nil
 	}
 	m := e.market(c.Market)
 	if m == nil || len(m.ids.win) == 0 {
-		return
+		return nil
 	}
-	if h := m.ids.win[m.ids.slot(c.OrderID)]; h != 0 {
-		prefetchOrder(unsafe.Pointer(e.pool.get(h)), unsafe.Pointer(e.pool.ln(h)))
-	}
+	return &m.ids.win[m.ids.slot(c.OrderID)]
 }
 
 // prefetchOrder asks for three cache lines from the order's start: the

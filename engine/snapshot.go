@@ -120,12 +120,11 @@ func (e *Engine) AppendSnapshot(dst []byte) []byte {
 // of those slots hold working orders (a burst placed and cancelled),
 // Freeze encodes the book at once instead, which then costs less.
 type Frozen struct {
-	pool    pool
-	lvls    levels
-	heads   []marketHead
-	books   [][2][]lvHandle // bids, asks of heads[i]
-	enc     []byte          // the encoding itself, when Freeze made it (encoded)
-	encoded bool
+	pool  pool
+	lvls  levels
+	heads []marketHead
+	books [][2][]lvHandle // bids, asks of heads[i]
+	enc   []byte          // the encoding itself, when Freeze made it (else empty)
 }
 
 // Freeze copies e's book into f (reusing f's memory) and returns f; a nil
@@ -137,8 +136,9 @@ func (e *Engine) Freeze(f *Frozen) *Frozen {
 	if f == nil {
 		f = &Frozen{}
 	}
-	if f.encoded = e.pool.live*8 < e.pool.n; f.encoded {
-		f.enc = e.AppendSnapshot(f.enc[:0])
+	f.enc = f.enc[:0]
+	if e.pool.live*8 < e.pool.n {
+		f.enc = e.AppendSnapshot(f.enc)
 		return f
 	}
 	used := (e.pool.n >> chunkBits) + 1 // chunks holding handles 1..n
@@ -167,7 +167,7 @@ func (e *Engine) Freeze(f *Frozen) *Frozen {
 // AppendSnapshot appends what Engine.AppendSnapshot would have appended
 // at the time of the Freeze.
 func (f *Frozen) AppendSnapshot(dst []byte) []byte {
-	if f.encoded {
+	if len(f.enc) > 0 { // never empty when made: it starts with the magic
 		return append(dst, f.enc...)
 	}
 	dst = append(dst, engineMagic...)

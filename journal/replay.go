@@ -112,11 +112,7 @@ func (s *shard) replay(from uint64) (int, error) {
 		timeMs := int64(le.Uint64(v[16:]))
 		for i := range cmds {
 			c := &cmds[i]
-			if i+2 < len(cmds) {
-				s.eng.Prefetch(&cmds[i+1], &cmds[i+2])
-			} else if i+1 < len(cmds) {
-				s.eng.Prefetch(&cmds[i+1], nil)
-			}
+			s.eng.PrefetchAhead(cmds, i)
 			s.eng.Apply(c, seq+uint64(i), timeMs, &s.out)
 			if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK && x.opt.OnAddUser != nil {
 				x.opt.OnAddUser(c)
