@@ -125,23 +125,24 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 		return 0, fmt.Errorf("engine: %s: book crossed: bid %d >= ask %d", s.Symbol, b, a)
 	}
 	users := 0
-	err := m.users.each(func(key uint64, li int32) error {
-		u, ul := UserIdx(key-1), m.lists[li]
-		k := int32(0)
-		for h := ul.head; h != 0; h = e.pool.ln(h).unext {
-			if e.pool.get(h).user != u {
-				return fmt.Errorf("engine: %s: user list of %d holds another user's order", s.Symbol, u)
+	for pi, p := range m.lists {
+		if p == nil {
+			continue
+		}
+		for i := range p {
+			u, ul := UserIdx(pi<<listPageBits|i), &p[i]
+			k := int32(0)
+			for h := ul.head; h != 0; h = e.pool.ln(h).unext {
+				if e.pool.get(h).user != u {
+					return 0, fmt.Errorf("engine: %s: user list of %d holds another user's order", s.Symbol, u)
+				}
+				k++
 			}
-			k++
+			if k != ul.n || (k == 0) != (ul.tail == 0) {
+				return 0, fmt.Errorf("engine: %s: user %d list has %d orders, counts %d", s.Symbol, u, k, ul.n)
+			}
+			users += int(k)
 		}
-		if k != ul.n {
-			return fmt.Errorf("engine: %s: user %d list has %d orders, counts %d", s.Symbol, u, k, ul.n)
-		}
-		users += int(k)
-		return nil
-	})
-	if err != nil {
-		return 0, err
 	}
 	if users != n {
 		return 0, fmt.Errorf("engine: %s: user lists hold %d orders, books %d", s.Symbol, users, n)

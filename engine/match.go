@@ -270,8 +270,7 @@ func (e *Engine) link(sd *side, h handle, o *order) {
 // index links resting order o into its user's list, the client id index
 // and the order id index.
 func (e *Engine) index(m *market, h handle, o *order) {
-	ul, li := m.listFor(o.user)
-	o.list = li
+	ul := m.listFor(o.user)
 	l := e.pool.ln(h)
 	l.uprev, l.unext = ul.tail, 0
 	if ul.tail != 0 {
@@ -323,7 +322,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 		e.lvls.release(o.lvl)
 	}
 
-	ul := &m.lists[o.list]
+	ul := m.list(o.user)
 	if l.uprev != 0 {
 		e.pool.ln(l.uprev).unext = l.unext
 	} else {
@@ -334,9 +333,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	} else {
 		ul.tail = l.uprev
 	}
-	if ul.n--; ul.n == 0 {
-		m.dropList(o.user)
-	}
+	ul.n--
 
 	if !o.cidGen {
 		e.unindexCID(m, h, o)

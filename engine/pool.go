@@ -19,7 +19,6 @@ type order struct {
 	uid      int64 // the user's external uid, for views
 
 	cnext  handle
-	list   int32    // index of the user's list in market.lists
 	lvl    lvHandle // the order's price level
 	user   UserIdx
 	market MarketID
