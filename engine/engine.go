@@ -63,8 +63,8 @@ type market struct {
 	bandAt, bandLo, bandHi Price
 	nextOrder              int64 // order sequence: ids are nextOrder<<10 | id
 	nextTrade              int64
-	ids                    ordIndex   // order id -> handle of working orders
-	cids                   idmap      // client id hash -> chain of orders (via cnext)
+	ids                    ordIndex    // order id -> handle of working orders
+	cids                   idmap       // client id hash -> chain of orders (via cnext)
 	lists                  []*listPage // each user's working orders, oldest first, by user index
 	// xForm counts working orders whose client-supplied id has the form of
 	// a generated one ("x-<digits>"). While it is 0, a generated id cannot
