@@ -348,10 +348,10 @@ func (e *Engine) place(c *Cmd) Reject {
 	// copied. Links are set by rest.
 	o.id, o.price, o.qty, o.filled, o.cumQuote, o.reserved = id, limit, c.Qty, 0, 0, res
 	o.timeMs, o.updateMs, o.uid = e.timeMs, e.timeMs, c.UID // c.UID is u's: checked above
-	o.cnext, o.lvl = 0, 0
+	o.cnext, o.self, o.lvl = 0, h, 0
 	o.user, o.market, o.side, o.typ, o.tif, o.status, o.cidGen = c.User, s.ID, c.Side, c.Type, c.TIF, StatusNew, cidGen
 	if !cidGen { // a generated id is made when shown (OrderView.AppendClientID)
-		o.cid = c.Text
+		e.pool.setCID(h, c.Text.Bytes())
 	}
 	if c.Type == Market {
 		o.tif = IOC

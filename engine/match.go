@@ -282,11 +282,12 @@ func (e *Engine) index(m *market, h handle, o *order) {
 	ul.n++
 
 	if !o.cidGen {
-		ch := cidHash(o.user, o.cid.Bytes())
+		cid := e.pool.cid(h).Bytes()
+		ch := cidHash(o.user, cid)
 		head, _ := m.cids.get(ch)
 		o.cnext = handle(head)
 		m.cids.put(ch, int32(h))
-		if _, x := generatedForm(o.cid.Bytes()); x {
+		if _, x := generatedForm(cid); x {
 			m.xForm++
 		}
 	}
@@ -355,7 +356,7 @@ func (m *market) findCID(p *pool, ch uint64, u UserIdx, cid []byte) handle {
 	head, _ := m.cids.get(ch)
 	for h := handle(head); h != 0; {
 		o := p.get(h)
-		if o.user == u && string(o.cid.Bytes()) == string(cid) {
+		if o.user == u && string(p.cid(h).Bytes()) == string(cid) {
 			return h
 		}
 		h = o.cnext
@@ -389,15 +390,6 @@ func generatedClientID(id int64) ClientID {
 	return c
 }
 
-// clientID returns o's client id, the generated one included (for the
-// snapshot and the invariants; views leave a generated id out).
-func (o *order) clientID() ClientID {
-	if o.cidGen {
-		return generatedClientID(o.id)
-	}
-	return o.cid
-}
-
 func (e *Engine) view(o *order) OrderView {
 	var v OrderView
 	e.setView(&v, o)
@@ -414,7 +406,7 @@ func (e *Engine) setView(v *OrderView, o *order) {
 	if o.cidGen {
 		v.ClientID = ClientID{} // generated: not stored (see OrderView)
 	} else {
-		v.ClientID = o.cid
+		v.ClientID = *e.pool.cid(o.self)
 	}
 }
 
@@ -433,10 +425,11 @@ func (e *Engine) update(o *order) *OrderView {
 
 // unindexCID takes o out of m's client id index.
 func (e *Engine) unindexCID(m *market, h handle, o *order) {
-	if _, x := generatedForm(o.cid.Bytes()); x {
+	cid := e.pool.cid(h).Bytes()
+	if _, x := generatedForm(cid); x {
 		m.xForm--
 	}
-	ch := cidHash(o.user, o.cid.Bytes())
+	ch := cidHash(o.user, cid)
 	if head, _ := m.cids.get(ch); handle(head) == h {
 		if o.cnext != 0 {
 			m.cids.put(ch, int32(o.cnext))

@@ -71,7 +71,7 @@ func appendBook(dst []byte, p *pool, lv *levels, hd marketHead, bids, asks []lvH
 		for i := len(s) - 1; i >= 0; i-- {
 			for h := lv.get(s[i]).head; h != 0; {
 				o := p.get(h)
-				dst = appendOrder(dst, o)
+				dst = appendOrder(dst, p, o)
 				h = p.ln(h).next
 			}
 		}
@@ -82,7 +82,7 @@ func appendBook(dst []byte, p *pool, lv *levels, hd marketHead, bids, asks []lvH
 // orderFixedLen is an order's encoding without its client id's bytes.
 const orderFixedLen = 8 + 4 + 4 + 7*8 + 1
 
-func appendOrder(dst []byte, o *order) []byte {
+func appendOrder(dst []byte, p *pool, o *order) []byte {
 	dst = le.AppendUint64(dst, uint64(o.id))
 	dst = le.AppendUint32(dst, uint32(o.user))
 	dst = append(dst, byte(o.side), byte(o.typ), byte(o.tif), byte(o.status))
@@ -90,7 +90,7 @@ func appendOrder(dst []byte, o *order) []byte {
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	cid := o.clientID() // a generated id too: the canonical form has its text
+	cid := p.clientID(o) // a generated id too: the canonical form has its text
 	dst = append(dst, cid.N)
 	return append(dst, cid.Bytes()...)
 }
@@ -146,10 +146,17 @@ func (e *Engine) Freeze(f *Frozen) *Frozen {
 	for len(f.pool.chunks) < used {
 		f.pool.chunks = append(f.pool.chunks, new(chunk))
 		f.pool.links = append(f.pool.links, new(linkChunk))
+		f.pool.cids = append(f.pool.cids, nil)
 	}
 	for i := 0; i < used; i++ {
 		*f.pool.chunks[i] = *e.pool.chunks[i]
 		*f.pool.links[i] = *e.pool.links[i]
+		if c := e.pool.cids[i]; c != nil {
+			if f.pool.cids[i] == nil {
+				f.pool.cids[i] = new(cidChunk)
+			}
+			*f.pool.cids[i] = *c
+		}
 	}
 	f.lvls.l = append(f.lvls.l[:0], e.lvls.l...)
 	f.heads = f.heads[:0]
@@ -234,7 +241,12 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 			if cn > ClientIDMax {
 				return errors.New("engine: snapshot client id too long")
 			}
-			o.cid.N = uint8(copy(o.cid.B[:], r.take(cn)))
+			o.self = h
+			cid := r.take(cn)
+			gid, x := generatedForm(cid)
+			if o.cidGen = x && gid == o.id; !o.cidGen {
+				e.pool.setCID(h, cid)
+			}
 			if r.err == nil && (o.side != Buy && o.side != Sell || !o.status.Working() || o.price <= 0) {
 				return fmt.Errorf("engine: snapshot order %d is malformed", o.id)
 			}
@@ -257,10 +269,7 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 			return cmp.Compare(e.pool.get(a).id>>10, e.pool.get(b).id>>10)
 		})
 		for _, h := range hs {
-			o := e.pool.get(h)
-			gid, x := generatedForm(o.cid.Bytes())
-			o.cidGen = x && gid == o.id
-			e.index(m, h, o)
+			e.index(m, h, e.pool.get(h))
 		}
 	}
 	if r.err != nil {
