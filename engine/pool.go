@@ -34,7 +34,7 @@ type order struct {
 // in its owner's list in the market (uprev/unext). They live in arrays of
 // their own beside the orders: taking an order out of the middle of both
 // queues, as a cancel does, writes the links of four other orders, and at
-// 16 bytes each those stay in cache where the orders (136 bytes) would not
+// 16 bytes each those stay in cache where the orders (96 bytes) would not
 // (BenchmarkMixed's 10k-order book: its links take 160 KiB).
 type links struct {
 	prev, next   handle
