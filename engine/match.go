@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // inBand reports whether limit price p on side sd is within the band
@@ -78,6 +79,16 @@ func (e *Engine) match(m *market, opp *side, o *order) bool {
 		}
 		mh := lv.head
 		mk := e.pool.get(mh)
+		// the maker after this one is an order that has rested a while,
+		// likely out of cache: ask for it now, so that it arrives while
+		// this fill is worked out (it is the next fill's maker, in this
+		// command or a later one). BenchmarkMixed: -4.9 ns/op (pairwise
+		// median of 14 interleaved rounds, faster in 9); also asking for
+		// the next level's head when this is a level's last order was not
+		// faster (+1.4 ns, 6 of 14).
+		if nx := e.pool.ln(mh).next; nx != 0 {
+			prefetchOrder(unsafe.Pointer(e.pool.get(nx)), unsafe.Pointer(e.pool.ln(nx)))
+		}
 		if mk.user == o.user { // self-trade prevention: expire the maker
 			e.remove(m, mh, mk, StatusExpired)
 			continue
