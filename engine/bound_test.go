@@ -73,8 +73,8 @@ func TestIOCStopsAtFillBound(t *testing.T) {
 			t.Errorf("TIF %d for %d over %d one-step asks: got status %d, executed %d, %d trades; want EXPIRED after %d",
 				tif, c.Qty, engine.MaxFillsPerOrder+5, o.Status, o.ExecutedQty, len(h.eo.Trades), engine.MaxFillsPerOrder)
 		}
-		if len(h.eo.Bills) >= 1<<16 {
-			t.Errorf("%d bills in one command: bill ids hold 16 bits of index", len(h.eo.Bills))
+		if h.eo.NumBills() >= 1<<16 {
+			t.Errorf("%d bills in one command: bill ids hold 16 bits of index", h.eo.NumBills())
 		}
 		if err := h.checkInvariants(); err != nil {
 			t.Error(err)

@@ -35,6 +35,12 @@
 // is in every fill, so billing it per command saves two atomic adds and two
 // bills per fill; its total still changes only with a bill.
 //
+// A fill's four bills are carried by its Trade (the users, coins, base
+// amount and the four totals after; Trade.AppendBills writes them), not
+// written out in Out.Bills, which holds the other bills; Out.AppendBills
+// gives all of a command's bills in order. Writing four 80-byte records
+// per fill was ~6 ns of BenchmarkMixed's ~110 per command.
+//
 // The book does not know what a fill does to accounts beyond Engine.fill,
 // so contract markets can reuse books, pool and matching with their own
 // settlement.

@@ -38,6 +38,7 @@ type Engine struct {
 	timeMs int64
 	out    *Out
 	fees   feeIncome // of this command's fills so far, billed by billFees
+	nbills int       // bills numbered so far in this command (fills' included: Out.AppendBills)
 }
 
 // feeIncome sums a command's fills for the fee account's bills.
@@ -154,7 +155,7 @@ func (e *Engine) WorkingOrders() int { return e.pool.live }
 // never panics: every problem is a Reject in out.
 func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 	out.Reset()
-	e.seq, e.timeMs, e.out = seq, timeMs, out
+	e.seq, e.timeMs, e.out, e.nbills = seq, timeMs, out, 0
 	switch c.Kind {
 	case CmdPlace:
 		out.Reject = e.place(c)
@@ -218,8 +219,15 @@ func (e *Engine) bill(u UserIdx, c CoinID, biz BizType, delta, fee Amount, m Mar
 	}
 	n := len(bs)
 	bs = bs[:n+1]
-	bs[n].set(BillID(e.seq, n, e.shard), e.acc.UID(u), u, c, biz, m, q, quote, delta, after, fee, e.timeMs)
+	bs[n].set(BillID(e.seq, e.nbills, e.shard), e.acc.UID(u), u, c, biz, m, q, quote, delta, after, fee, e.timeMs)
 	e.out.Bills = bs
+	e.nbills++
+}
+
+// set writes every field of b (field by field: see setView).
+func (b *Bill) set(id uint64, uid int64, u UserIdx, c CoinID, biz BizType, m MarketID, q Qty, quote, delta, after, fee Amount, timeMs int64) {
+	b.BillID, b.UID, b.User, b.Coin, b.Biz, b.Market = id, uid, u, c, biz, m
+	b.FillQty, b.FillQuote, b.Delta, b.After, b.Fee, b.TimeMs = q, quote, delta, after, fee, timeMs
 }
 
 // reserve takes x of c from u: decided live, replayed from c.Dec otherwise.

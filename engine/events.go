@@ -15,7 +15,10 @@ type Out struct {
 	// order the changes happened.
 	Updates []OrderView
 	Trades  []Trade
-	Bills   []Bill
+	// Bills holds the command's finance records other than its fills'
+	// (fee income, deposits, withdrawals), which follow the fills' in
+	// order and numbering; AppendBills writes them all.
+	Bills []Bill
 }
 
 // Reset empties o, keeping its buffers.
@@ -38,21 +41,21 @@ func (o *Out) Order() *OrderView {
 }
 
 // OrderView is an order's full state as clients see it.
-type OrderView struct {
+type OrderView struct { // the small fields after the large: no padding (120 bytes)
 	OrderID      int64
 	UID          int64
-	User         UserIdx
-	Market       MarketID
-	Side         Side
-	Type         OrderType
-	TIF          TIF
-	Status       Status
 	Price        Price // limit price; for market orders the protection price
 	OrigQty      Qty
 	ExecutedQty  Qty
 	CumQuote     Amount // executed amount in the quote coin
 	TimeMs       int64  // creation
 	UpdateTimeMs int64
+	User         UserIdx
+	Market       MarketID
+	Side         Side
+	Type         OrderType
+	TIF          TIF
+	Status       Status
 	// ClientID is the client order id the order was placed with; it is
 	// empty when the order has the generated one, "x-<OrderID>" (placed
 	// without one, or with exactly that). AppendClientID writes either.
@@ -69,20 +72,98 @@ func (v *OrderView) AppendClientID(dst []byte) []byte {
 }
 
 // Trade is one fill between a resting (maker) and an incoming (taker) order.
-type Trade struct {
+type Trade struct { // the small fields together: less padding (152 bytes)
 	TradeID    int64
-	Market     MarketID
 	TimeMs     int64
 	Price      Price
 	Qty        Qty
 	Quote      Amount // price * qty in the quote coin
-	TakerSide  Side
 	MakerOrder int64
 	TakerOrder int64
 	MakerUID   int64
 	TakerUID   int64
 	MakerFee   Amount // in the coin the maker received
 	TakerFee   Amount // in the coin the taker received
+	Market     MarketID
+	TakerSide  Side
+
+	// The fill's changes of balances, from which Out.AppendBills writes
+	// its finance records (a fill's bills are not in Out.Bills: writing
+	// four full records per fill was ~6 ns of BenchmarkMixed's ~110).
+	BaseCoin, QuoteCoin   CoinID
+	BuyerUser, SellerUser UserIdx
+	Base                  Amount // Qty in the base coin
+	// After holds the four totals after the fill: the buyer's quote and
+	// base, then the seller's base and quote.
+	After [4]Amount
+	// BillID is the id of the fill's first bill; the others follow it.
+	BillID uint64
+}
+
+// buyerSeller returns the buyer's and the seller's uid and fee.
+func (t *Trade) buyerSeller() (buid, suid int64, bf, sf Amount) {
+	if t.TakerSide == Buy {
+		return t.TakerUID, t.MakerUID, t.TakerFee, t.MakerFee
+	}
+	return t.MakerUID, t.TakerUID, t.MakerFee, t.TakerFee
+}
+
+// NumBills returns how many finance records the fill makes: four, less a
+// trade_in that the fee took whole (a 100% fee rate).
+func (t *Trade) NumBills() int {
+	_, _, bf, sf := t.buyerSeller()
+	n := 4
+	if t.Base == bf {
+		n--
+	}
+	if t.Quote == sf {
+		n--
+	}
+	return n
+}
+
+// AppendBills appends the fill's finance records, in their documented
+// order: the buyer's trade_out of quote and trade_in of base, then the
+// seller's trade_out of base and trade_in of quote (a trade_in is left out
+// when zero).
+func (t *Trade) AppendBills(dst []Bill) []Bill {
+	buid, suid, bf, sf := t.buyerSeller()
+	id := t.BillID
+	b := Bill{BillID: id, UID: buid, User: t.BuyerUser, Coin: t.QuoteCoin, Biz: BizTradeOut, Market: t.Market,
+		FillQty: t.Qty, FillQuote: t.Quote, Delta: -t.Quote, After: t.After[0], TimeMs: t.TimeMs}
+	dst = append(dst, b)
+	if d := t.Base - bf; d != 0 {
+		id += 1 << 6
+		b.BillID, b.Coin, b.Biz, b.Delta, b.After, b.Fee = id, t.BaseCoin, BizTradeIn, d, t.After[1], bf
+		dst = append(dst, b)
+	}
+	id += 1 << 6
+	b.BillID, b.UID, b.User, b.Coin, b.Biz, b.Delta, b.After, b.Fee = id, suid, t.SellerUser, t.BaseCoin, BizTradeOut, -t.Base, t.After[2], 0
+	dst = append(dst, b)
+	if d := t.Quote - sf; d != 0 {
+		id += 1 << 6
+		b.BillID, b.Coin, b.Biz, b.Delta, b.After, b.Fee = id, t.QuoteCoin, BizTradeIn, d, t.After[3], sf
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+// NumBills returns how many finance records the command made.
+func (o *Out) NumBills() int {
+	n := len(o.Bills)
+	for i := range o.Trades {
+		n += o.Trades[i].NumBills()
+	}
+	return n
+}
+
+// AppendBills appends every finance record the command made, in order:
+// its fills' (Trade.AppendBills), then Bills.
+func (o *Out) AppendBills(dst []Bill) []Bill {
+	for i := range o.Trades {
+		dst = o.Trades[i].AppendBills(dst)
+	}
+	return append(dst, o.Bills...)
 }
 
 // BizType of a finance record (SPEC §6).

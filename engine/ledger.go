@@ -86,7 +86,7 @@ func (e *Engine) deposit(c *Cmd) Reject {
 		// Only the ledger shard changes Net, so the check cannot race.
 		return RejectOverflow
 	}
-	e.out.BillID = BillID(e.seq, len(e.out.Bills), e.shard)
+	e.out.BillID = BillID(e.seq, e.nbills, e.shard)
 	e.bill(c.User, c.Coin, BizDeposit, c.Amount, 0, 0, 0, 0)
 	e.credit(c.User, c.Coin, c.Amount)
 	e.acc.net[c.Coin].Add(int64(c.Amount))
@@ -105,7 +105,7 @@ func (e *Engine) withdraw(c *Cmd) Reject {
 	if !e.reserve(c, c.User, c.Coin, c.Amount) {
 		return RejectInsufficientBalance
 	}
-	e.out.BillID = BillID(e.seq, len(e.out.Bills), e.shard)
+	e.out.BillID = BillID(e.seq, e.nbills, e.shard)
 	e.bill(c.User, c.Coin, BizWithdraw, -c.Amount, 0, 0, 0, 0)
 	e.acc.net[c.Coin].Add(-int64(c.Amount))
 	return OK

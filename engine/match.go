@@ -143,25 +143,6 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	e.fees.qty += q
 	e.fees.notional += notional
 
-	// the bills, in the documented order; a trade_out is never zero, a
-	// trade_in is when the fee rate is 100%
-	n := len(e.out.Bills)
-	bs := slices.Grow(e.out.Bills, 4)[:n+4]
-	t0, id := e.timeMs, BillID(e.seq, 0, e.shard)
-	bs[n].set(id|uint64(n)<<6, buid, buyer.user, s.Quote, BizTradeOut, s.ID, q, notional, -notional, Amount(bc[s.Quote].total.Add(int64(-notional))), 0, t0)
-	n++
-	if d := base - bf; d != 0 {
-		bs[n].set(id|uint64(n)<<6, buid, buyer.user, s.Base, BizTradeIn, s.ID, q, notional, d, Amount(bc[s.Base].total.Add(int64(d))), bf, t0)
-		n++
-	}
-	bs[n].set(id|uint64(n)<<6, suid, seller.user, s.Base, BizTradeOut, s.ID, q, notional, -base, Amount(sc[s.Base].total.Add(int64(-base))), 0, t0)
-	n++
-	if d := notional - sf; d != 0 {
-		bs[n].set(id|uint64(n)<<6, suid, seller.user, s.Quote, BizTradeIn, s.ID, q, notional, d, Amount(sc[s.Quote].total.Add(int64(d))), sf, t0)
-		n++
-	}
-	e.out.Bills = bs[:n]
-
 	for _, o := range [2]*order{t, mk} {
 		o.filled += q
 		o.cumQuote += notional
@@ -187,15 +168,24 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 	} else {
 		tr.MakerUID, tr.TakerUID, tr.TakerFee, tr.MakerFee = buid, suid, sf, bf
 	}
+	// The totals change by the fill's bills (Trade.AppendBills writes
+	// them); a trade_in of zero (a 100% fee) adds nothing and is no bill.
+	tr.BuyerUser, tr.SellerUser, tr.BaseCoin, tr.QuoteCoin, tr.Base = buyer.user, seller.user, s.Base, s.Quote, base
+	tr.BillID = BillID(e.seq, e.nbills, e.shard)
+	tr.After[0] = Amount(bc[s.Quote].total.Add(int64(-notional)))
+	tr.After[1] = Amount(bc[s.Base].total.Add(int64(base - bf)))
+	tr.After[2] = Amount(sc[s.Base].total.Add(int64(-base)))
+	tr.After[3] = Amount(sc[s.Quote].total.Add(int64(notional - sf)))
+	e.nbills += 4
+	if base == bf {
+		e.nbills--
+	}
+	if notional == sf {
+		e.nbills--
+	}
 	if mk.status != StatusFilled { // a filled maker reports from remove
 		e.update(mk)
 	}
-}
-
-// set writes every field of b (field by field: see setView).
-func (b *Bill) set(id uint64, uid int64, u UserIdx, c CoinID, biz BizType, m MarketID, q Qty, quote, delta, after, fee Amount, timeMs int64) {
-	b.BillID, b.UID, b.User, b.Coin, b.Biz, b.Market = id, uid, u, c, biz, m
-	b.FillQty, b.FillQuote, b.Delta, b.After, b.Fee, b.TimeMs = q, quote, delta, after, fee, timeMs
 }
 
 // billFees credits the fee account with the fees of the command's fills
@@ -214,14 +204,16 @@ func (e *Engine) billFees(m *market) {
 	pc := slices.Grow(e.pending, 2)
 	if f.base != 0 {
 		cl := &fc[s.Base]
-		bs[n].set(BillID(e.seq, n, e.shard), uid, fee, s.Base, BizFee, s.ID, f.qty, f.notional, f.base, Amount(cl.total.Add(int64(f.base))), 0, e.timeMs)
+		bs[n].set(BillID(e.seq, e.nbills, e.shard), uid, fee, s.Base, BizFee, s.ID, f.qty, f.notional, f.base, Amount(cl.total.Add(int64(f.base))), 0, e.timeMs)
 		n++
+		e.nbills++
 		pc = append(pc, credit{cl, f.base})
 	}
 	if f.quote != 0 {
 		cl := &fc[s.Quote]
-		bs[n].set(BillID(e.seq, n, e.shard), uid, fee, s.Quote, BizFee, s.ID, f.qty, f.notional, f.quote, Amount(cl.total.Add(int64(f.quote))), 0, e.timeMs)
+		bs[n].set(BillID(e.seq, e.nbills, e.shard), uid, fee, s.Quote, BizFee, s.ID, f.qty, f.notional, f.quote, Amount(cl.total.Add(int64(f.quote))), 0, e.timeMs)
 		n++
+		e.nbills++
 		pc = append(pc, credit{cl, f.quote})
 	}
 	e.out.Bills, e.pending = bs[:n], pc

@@ -129,12 +129,13 @@ func diffOut(got, want *engine.Out) string {
 			return fmt.Sprintf("trade %d: got %+v, want %+v", i, got.Trades[i], want.Trades[i])
 		}
 	}
-	if len(got.Bills) != len(want.Bills) {
-		return fmt.Sprintf("%d bills, want %d", len(got.Bills), len(want.Bills))
+	gb, wb := got.AppendBills(nil), want.AppendBills(nil)
+	if len(gb) != len(wb) || len(got.Bills) != len(want.Bills) || got.NumBills() != len(gb) {
+		return fmt.Sprintf("%d bills (%d not of fills, %d counted), want %d (%d)", len(gb), len(got.Bills), got.NumBills(), len(wb), len(want.Bills))
 	}
-	for i := range got.Bills {
-		if got.Bills[i] != want.Bills[i] {
-			return fmt.Sprintf("bill %d: got %+v, want %+v", i, got.Bills[i], want.Bills[i])
+	for i := range gb {
+		if gb[i] != wb[i] {
+			return fmt.Sprintf("bill %d: got %+v, want %+v", i, gb[i], wb[i])
 		}
 	}
 	return ""

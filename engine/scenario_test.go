@@ -376,7 +376,7 @@ func (s *scenario) run(out []byte, line, path string, lineNo int) []byte {
 			t.Errorf("%s:%d: trade time %d, want %d", path, lineNo, tr.TimeMs, s.h.ts)
 		}
 	}
-	for _, b := range eo.Bills {
+	for _, b := range eo.AppendBills(nil) {
 		if b.TimeMs != s.h.ts {
 			t.Errorf("%s:%d: bill time %d, want %d", path, lineNo, b.TimeMs, s.h.ts)
 		}

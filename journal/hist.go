@@ -18,6 +18,7 @@ type histBatch struct {
 	later  []engine.OrderView // orders created before this batch, latest state
 	seen   batchIndex         // orderID -> index in orders, or ^index in later
 	cids   []int32            // indexes in orders of orders with an explicit client id
+	bills  []engine.Bill      // the command's bills (engine.Out.AppendBills), reused
 
 	users    batchIndex // uid -> index in ub
 	ub       []userBlock
@@ -165,8 +166,9 @@ func (h *histBatch) add(c *engine.Cmd, o *engine.Out, seqOff uint64) {
 		h.userFor(t.MakerUID).addFill(t, false)
 		h.userFor(t.TakerUID).addFill(t, true)
 	}
-	for i := range o.Bills {
-		b := &o.Bills[i]
+	h.bills = o.AppendBills(h.bills[:0])
+	for i := range h.bills {
+		b := &h.bills[i]
 		h.userFor(b.UID).addBill(b, seqOff)
 	}
 }

@@ -34,6 +34,9 @@ func (h *histModel) add(_ int, _ *engine.Cmd, o *engine.Out) {
 		h.times = append(h.times, u.UpdateTimeMs)
 	}
 	for _, t := range o.Trades {
+		// history keeps what clients see of a trade; its bills are kept
+		// as bills (below)
+		t.BuyerUser, t.SellerUser, t.BaseCoin, t.QuoteCoin, t.Base, t.After, t.BillID = 0, 0, 0, 0, 0, [4]engine.Amount{}, 0
 		h.public[t.Market] = append(h.public[t.Market], t)
 		mk := t
 		mk.TakerOrder, mk.TakerUID, mk.TakerFee = 0, 0, 0
@@ -42,7 +45,7 @@ func (h *histModel) add(_ int, _ *engine.Cmd, o *engine.Out) {
 		tk.MakerOrder, tk.MakerUID, tk.MakerFee = 0, 0, 0
 		h.trades[t.TakerUID] = append(h.trades[t.TakerUID], tk)
 	}
-	for _, b := range o.Bills {
+	for _, b := range o.AppendBills(nil) {
 		b.User = 0 // not kept in history
 		h.bills[b.UID] = append(h.bills[b.UID], b)
 	}

@@ -97,8 +97,8 @@ func (p *Printer) Out(b []byte, out *engine.Out) []byte {
 		b = p.Trade(append(b, "  trade "...), &out.Trades[i])
 		b = append(b, '\n')
 	}
-	for i := range out.Bills {
-		b = p.Bill(append(b, "  bill "...), &out.Bills[i])
+	for _, bill := range out.AppendBills(nil) {
+		b = p.Bill(append(b, "  bill "...), &bill)
 		b = append(b, '\n')
 	}
 	return b

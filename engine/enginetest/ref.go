@@ -598,19 +598,30 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	}
 	// buyer: its reservation for q at its own limit is used; what the trade
 	// price saves goes back to available.
+	// The fill's four changes of totals (its bills, which the trade
+	// carries: engine.Trade.AppendBills); a zero trade_in is no bill.
+	billID := engine.BillID(r.seq, r.k, r.shard)
+	var after [4]engine.Amount
+	change := func(i int, u engine.UserIdx, c engine.CoinID, delta int64) {
+		r.Bal[u][c].Total += delta
+		after[i] = engine.Amount(r.Bal[u][c].Total)
+		if delta != 0 {
+			r.k++
+		}
+	}
 	held, _ := m.notional(buyer.Price, q)
 	buyer.Reserved -= held
 	r.Bal[buyer.User][m.Quote].Avail += held - notional
-	r.bill(buyer.User, m.Quote, engine.BizTradeOut, -notional, 0, m.ID, q, notional)
+	change(0, buyer.User, m.Quote, -notional)
 	bf := fee(base, buyRate)
 	r.Bal[buyer.User][m.Base].Avail += base - bf
-	r.bill(buyer.User, m.Base, engine.BizTradeIn, base-bf, bf, m.ID, q, notional)
+	change(1, buyer.User, m.Base, base-bf)
 
 	seller.Reserved -= base
-	r.bill(seller.User, m.Base, engine.BizTradeOut, -base, 0, m.ID, q, notional)
+	change(2, seller.User, m.Base, -base)
 	sf := fee(notional, sellRate)
 	r.Bal[seller.User][m.Quote].Avail += notional - sf
-	r.bill(seller.User, m.Quote, engine.BizTradeIn, notional-sf, sf, m.ID, q, notional)
+	change(3, seller.User, m.Quote, notional-sf)
 
 	r.feeBase += bf
 	r.feeQuote += sf
@@ -633,7 +644,9 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	m.NextTrade++
 	tr := engine.Trade{TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
 		Price: engine.Price(p), Qty: engine.Qty(q), Quote: engine.Amount(notional), TakerSide: t.Side,
-		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID}
+		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID,
+		BuyerUser: buyer.User, SellerUser: seller.User, BaseCoin: m.Base, QuoteCoin: m.Quote,
+		Base: engine.Amount(base), After: after, BillID: billID}
 	if t.Side == engine.Buy {
 		tr.TakerFee, tr.MakerFee = engine.Amount(bf), engine.Amount(sf)
 	} else {
