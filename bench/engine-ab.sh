@@ -54,7 +54,11 @@ awk '
 	END {
 		for (r = 1; r <= n["old"]; r++) {
 			d = v["new", r] - v["old", r]; sum += d; if (d < 0) wins++
+			dd[r] = d
 		}
+		m = n["old"] # the median round difference: one slow round moves it least
+		for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (dd[y] < dd[x]) { t = dd[x]; dd[x] = dd[y]; dd[y] = t }
+		dmed = m % 2 ? dd[(m + 1) / 2] : (dd[m / 2] + dd[m / 2 + 1]) / 2
 		for (b = 0; b < 2; b++) {
 			k = b ? "new" : "old"
 			m = n[k]
@@ -63,5 +67,5 @@ awk '
 			med = m % 2 ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
 			printf "%s: median %.1f ns/op, min %.1f, max %.1f (%d runs)\n", k, med, s[1], s[m], m
 		}
-		printf "new - old: %.1f ns/op on average over %d rounds; new faster in %d of them\n", sum / n["old"], n["old"], wins
+		printf "new - old: %.1f ns/op on average, %.1f the median round, over %d rounds; new faster in %d of them\n", sum / n["old"], dmed, n["old"], wins
 	}' "$d/runs"
