@@ -41,7 +41,7 @@ func (o *Out) Order() *OrderView {
 }
 
 // OrderView is an order's full state as clients see it.
-type OrderView struct { // the small fields after the large: no padding (120 bytes)
+type OrderView struct { // the small fields after the large ones, none padded (120 bytes)
 	OrderID      int64
 	UID          int64
 	Price        Price // limit price; for market orders the protection price
