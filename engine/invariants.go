@@ -91,7 +91,7 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 					o.filled < 0 || o.filled >= o.qty || o.market != s.ID {
 					return 0, fmt.Errorf("engine: %s: order %d is inconsistent with its level %d", s.Symbol, o.id, lv.price)
 				}
-				cid := e.pool.clientID(o)
+				cid := e.pool.clientID(h, o)
 				gid, x := generatedForm(cid.Bytes())
 				if e.lookup(m, o.user, 0, cid.Bytes()) != h || o.cidGen != (x && gid == o.id) {
 					return 0, fmt.Errorf("engine: %s: order %d is not found by its client id", s.Symbol, o.id)

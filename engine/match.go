@@ -95,7 +95,7 @@ func (e *Engine) match(m *market, opp *side, o *order) bool {
 		}
 		q := min(o.qty-o.filled, mk.qty-mk.filled)
 		lv.qty -= q
-		e.fill(m, o, mk, lv.price, q)
+		e.fill(m, o, mh, mk, lv.price, q)
 		if mk.filled == mk.qty {
 			e.remove(m, mh, mk, StatusFilled)
 		}
@@ -103,9 +103,10 @@ func (e *Engine) match(m *market, opp *side, o *order) bool {
 	return false
 }
 
-// fill trades q at price p between taker t and maker mk: money moves from
-// the payers' frozen funds to the receivers, less fees to the fee account.
-func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
+// fill trades q at price p between taker t and maker mk (handle mh): money
+// moves from the payers' frozen funds to the receivers, less fees to the
+// fee account.
+func (e *Engine) fill(m *market, t *order, mh handle, mk *order, p Price, q Qty) {
 	s := m.spec
 	// No overflow checks: the buyer's reservation, price*qty at its limit
 	// >= p, and the seller's, its qty in base, were computed with them, and
@@ -184,7 +185,7 @@ func (e *Engine) fill(m *market, t, mk *order, p Price, q Qty) {
 		e.nbills--
 	}
 	if mk.status != StatusFilled { // a filled maker reports from remove
-		e.update(mk)
+		e.update(mh, mk)
 	}
 }
 
@@ -350,7 +351,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 		o.status = st
 		o.updateMs = e.timeMs
 	}
-	e.update(o)
+	e.update(h, o)
 	e.pool.release(h)
 }
 
@@ -393,15 +394,16 @@ func generatedClientID(id int64) ClientID {
 	return c
 }
 
-func (e *Engine) view(o *order) OrderView {
+// view returns working order h's view.
+func (e *Engine) view(h handle) OrderView {
 	var v OrderView
-	e.setView(&v, o)
+	e.setView(&v, h, e.pool.get(h))
 	return v
 }
 
 // setView writes o's view to v, field by field (a composite literal
 // assigned through a pointer is built on the stack and copied).
-func (e *Engine) setView(v *OrderView, o *order) {
+func (e *Engine) setView(v *OrderView, h handle, o *order) {
 	v.OrderID, v.UID, v.User, v.Market = o.id, o.uid, o.user, o.market
 	v.Side, v.Type, v.TIF, v.Status = o.side, o.typ, o.tif, o.status
 	v.Price, v.OrigQty, v.ExecutedQty, v.CumQuote = o.price, o.qty, o.filled, o.cumQuote
@@ -409,12 +411,12 @@ func (e *Engine) setView(v *OrderView, o *order) {
 	if o.cidGen {
 		v.ClientID = ClientID{} // generated: not stored (see OrderView)
 	} else {
-		v.ClientID = *e.pool.cid(o.self)
+		v.ClientID = *e.pool.cid(h)
 	}
 }
 
-// update appends o's view to out.Updates and returns it.
-func (e *Engine) update(o *order) *OrderView {
+// update appends the view of o (handle h) to out.Updates and returns it.
+func (e *Engine) update(h handle, o *order) *OrderView {
 	u := e.out.Updates
 	if len(u) == cap(u) {
 		u = slices.Grow(u, 1)
@@ -422,7 +424,7 @@ func (e *Engine) update(o *order) *OrderView {
 	u = u[:len(u)+1]
 	e.out.Updates = u
 	v := &u[len(u)-1]
-	e.setView(v, o)
+	e.setView(v, h, o)
 	return v
 }
 

@@ -19,7 +19,6 @@ type order struct {
 	uid      int64 // the user's external uid, for views
 
 	cnext  handle
-	self   handle   // the order's own handle (its client id is p.cids[self])
 	lvl    lvHandle // the order's price level
 	user   UserIdx
 	market MarketID
@@ -81,13 +80,14 @@ func (p *pool) setCID(h handle, c []byte) {
 	p.cids[i][h&(1<<chunkBits-1)].Set(c)
 }
 
-// clientID returns o's client id, the generated one included (for the
-// snapshot and the invariants; views leave a generated id out).
-func (p *pool) clientID(o *order) ClientID {
+// clientID returns the client id of o (handle h), the generated one
+// included (for the snapshot and the invariants; views leave a generated
+// id out).
+func (p *pool) clientID(h handle, o *order) ClientID {
 	if o.cidGen {
 		return generatedClientID(o.id)
 	}
-	return *p.cid(o.self)
+	return *p.cid(h)
 }
 
 // ln returns the links of order h.

@@ -16,7 +16,7 @@ func (e *Engine) OpenOrders(u UserIdx, id MarketID, dst []OrderView) []OrderView
 			continue
 		}
 		for h := ul.head; h != 0; h = e.pool.ln(h).unext {
-			dst = append(dst, e.view(e.pool.get(h)))
+			dst = append(dst, e.view(h))
 		}
 	}
 	if id == AllMarkets {
@@ -46,7 +46,7 @@ func (e *Engine) Order(u UserIdx, id MarketID, orderID int64, cid []byte) (Order
 	if h == 0 {
 		return OrderView{}, false
 	}
-	return e.view(e.pool.get(h)), true
+	return e.view(h), true
 }
 
 // Depth appends up to limit aggregated levels of each side of market id,

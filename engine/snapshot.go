@@ -71,7 +71,7 @@ func appendBook(dst []byte, p *pool, lv *levels, hd marketHead, bids, asks []lvH
 		for i := len(s) - 1; i >= 0; i-- {
 			for h := lv.get(s[i]).head; h != 0; {
 				o := p.get(h)
-				dst = appendOrder(dst, p, o)
+				dst = appendOrder(dst, p, h, o)
 				h = p.ln(h).next
 			}
 		}
@@ -82,7 +82,7 @@ func appendBook(dst []byte, p *pool, lv *levels, hd marketHead, bids, asks []lvH
 // orderFixedLen is an order's encoding without its client id's bytes.
 const orderFixedLen = 8 + 4 + 4 + 7*8 + 1
 
-func appendOrder(dst []byte, p *pool, o *order) []byte {
+func appendOrder(dst []byte, p *pool, h handle, o *order) []byte {
 	dst = le.AppendUint64(dst, uint64(o.id))
 	dst = le.AppendUint32(dst, uint32(o.user))
 	dst = append(dst, byte(o.side), byte(o.typ), byte(o.tif), byte(o.status))
@@ -90,7 +90,7 @@ func appendOrder(dst []byte, p *pool, o *order) []byte {
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	cid := p.clientID(o) // a generated id too: the canonical form has its text
+	cid := p.clientID(h, o) // a generated id too: the canonical form has its text
 	dst = append(dst, cid.N)
 	return append(dst, cid.Bytes()...)
 }
@@ -241,7 +241,6 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 			if cn > ClientIDMax {
 				return errors.New("engine: snapshot client id too long")
 			}
-			o.self = h
 			cid := r.take(cn)
 			gid, x := generatedForm(cid)
 			if o.cidGen = x && gid == o.id; !o.cidGen {

@@ -18,7 +18,6 @@ type histBatch struct {
 	later  []engine.OrderView // orders created before this batch, latest state
 	seen   batchIndex         // orderID -> index in orders, or ^index in later
 	cids   []int32            // indexes in orders of orders with an explicit client id
-	bills  []engine.Bill      // the command's bills (engine.Out.AppendBills), reused
 
 	users    batchIndex // uid -> index in ub
 	ub       []userBlock
@@ -166,9 +165,16 @@ func (h *histBatch) add(c *engine.Cmd, o *engine.Out, seqOff uint64) {
 		h.userFor(t.MakerUID).addFill(t, false)
 		h.userFor(t.TakerUID).addFill(t, true)
 	}
-	h.bills = o.AppendBills(h.bills[:0])
-	for i := range h.bills {
-		b := &h.bills[i]
+	// the command's bills in order (engine.Out.AppendBills): each fill's,
+	// which its trade carries, then the others
+	var fb [4]engine.Bill
+	for i := range o.Trades {
+		for _, b := range o.Trades[i].AppendBills(fb[:0]) {
+			h.userFor(b.UID).addBill(&b, seqOff)
+		}
+	}
+	for i := range o.Bills {
+		b := &o.Bills[i]
 		h.userFor(b.UID).addBill(b, seqOff)
 	}
 }

@@ -596,8 +596,6 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 		buyer, seller = mk, t
 		buyRate, sellRate = m.maker, m.taker
 	}
-	// buyer: its reservation for q at its own limit is used; what the trade
-	// price saves goes back to available.
 	// The fill's four changes of totals (its bills, which the trade
 	// carries: engine.Trade.AppendBills); a zero trade_in is no bill.
 	billID := engine.BillID(r.seq, r.k, r.shard)
@@ -609,6 +607,8 @@ func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
 			r.k++
 		}
 	}
+	// buyer: its reservation for q at its own limit is used; what the trade
+	// price saves goes back to available.
 	held, _ := m.notional(buyer.Price, q)
 	buyer.Reserved -= held
 	r.Bal[buyer.User][m.Quote].Avail += held - notional
