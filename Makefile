@@ -4,6 +4,10 @@
 GO      ?= go
 BIN     := bin
 GOFLAGS := -buildvcs=false
+# compile for this CPU's x86-64 level (v3 here), unless GOAMD64 is set:
+# see tools/goamd64.sh
+GOAMD64 ?= $(shell tools/goamd64.sh)
+export GOAMD64
 
 .PHONY: all build run test test-short bench bench-quick bench-model pgo soak fuzz clean ccxt
 

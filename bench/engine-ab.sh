@@ -16,6 +16,8 @@ old=$1
 new=$2
 rounds=${3:-20}
 cd "$(dirname "$0")/.."
+GOAMD64=${GOAMD64:-$(tools/goamd64.sh)} # as the Makefile builds
+export GOAMD64
 root=$(pwd)
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT

@@ -23,6 +23,8 @@ set -eu
 n=${1:-100000}
 out=${OUT:-$(mktemp -d)}
 cd "$(dirname "$0")/.."
+GOAMD64=${GOAMD64:-$(tools/goamd64.sh)} # as the Makefile builds
+export GOAMD64
 command -v valgrind >/dev/null || { echo "engine-model: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 pgo=off
 [ "${PGO:-0}" = 1 ] && pgo=$(pwd)/cmd/exchanged/default.pgo

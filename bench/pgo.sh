@@ -18,6 +18,8 @@ set -eu
 rate=${RATE:-10000}
 dur=${DUR:-60s}
 cd "$(dirname "$0")/.."
+GOAMD64=${GOAMD64:-$(tools/goamd64.sh)} # as the Makefile builds
+export GOAMD64
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 go build -pgo=off -o "$d/exchanged" ./cmd/exchanged

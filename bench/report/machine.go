@@ -17,6 +17,7 @@ type Machine struct {
 	MemTotal  string
 	Kernel    string
 	GoVersion string // `go version` of the toolchain that built the server
+	GOAMD64   string // the x86-64 level it compiles for (`go env GOAMD64`; tools/goamd64.sh)
 	LoadAvg   string // /proc/loadavg at the start
 	Hostname  string
 }
@@ -57,6 +58,9 @@ func ReadMachine(goBin string) Machine {
 	if goBin != "" {
 		if out, err := exec.Command(goBin, "version").Output(); err == nil {
 			m.GoVersion = strings.TrimSpace(string(out))
+		}
+		if out, err := exec.Command(goBin, "env", "GOAMD64").Output(); err == nil {
+			m.GOAMD64 = strings.TrimSpace(string(out))
 		}
 	}
 	return m

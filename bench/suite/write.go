@@ -47,6 +47,9 @@ func writeReport(r *Run) (string, error) {
 	t.Add("machine", fmt.Sprintf("%d logical CPUs, %s, %s RAM", r.Machine.Cores, r.Machine.CPUModel, r.Machine.MemTotal))
 	t.Add("kernel", r.Machine.Kernel)
 	t.Add("go", r.Machine.GoVersion)
+	if r.Machine.GOAMD64 != "" {
+		t.Add("GOAMD64", r.Machine.GOAMD64+" (the x86-64 level the server and the go test benchmarks are compiled for: tools/goamd64.sh)")
+	}
 	t.Add("load average at start", r.Machine.LoadAvg+" (other users of the machine share it)")
 	if r.DataFS != "" {
 		t.Add("server data dir file system", r.DataFS+" (fsync cost depends on it)")
