@@ -66,7 +66,7 @@ func (c *committer) run() {
 		case <-c.stop:
 			return
 		}
-		if d := last + int64(paceGap) - nanotime(); d > 0 {
+		if d := last + int64(c.pace.syncGap()) - nanotime(); d > 0 {
 			sl.sleep(time.Duration(d)) // commits arriving meanwhile join this sync
 		}
 		c.mu.Lock()

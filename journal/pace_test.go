@@ -6,14 +6,15 @@ import (
 )
 
 // TestSyncPace: syncs are spaced only while commits come faster than
-// paceRateOn per second, and stop being spaced below paceRateOff.
+// paceRateOn per second, and stop being spaced below paceRateOff; the gap
+// grows with the commands per second from paceLoadLow to paceLoadHigh.
 func TestSyncPace(t *testing.T) {
 	var p syncPace
 	now := int64(time.Hour)
 	p.at.Store(now)
 	step := func(commits int) time.Duration {
 		for i := 0; i < commits; i++ {
-			p.commit()
+			p.commit(1)
 		}
 		now += int64(paceWindow)
 		return p.intervalAt(now)
@@ -34,6 +35,35 @@ func TestSyncPace(t *testing.T) {
 		if got := step(perWindow(c.rate)); got != c.want {
 			t.Fatalf("at %d commits/s: got gap %v, want %v", c.rate, got, c.want)
 		}
+	}
+	// The gap follows the command rate (here 4 commands per commit).
+	mid := paceGap + (paceGapMax-paceGap)/2
+	for _, c := range []struct {
+		cmds int // per second
+		want time.Duration
+	}{
+		{paceLoadLow, paceGap},
+		{(paceLoadLow + paceLoadHigh) / 2, mid},
+		{paceLoadHigh, paceGapMax},
+		{4 * paceLoadHigh, paceGapMax},
+		{paceLoadLow / 2, paceGap},
+	} {
+		for i := 0; i < perWindow(c.cmds)/4; i++ {
+			p.commit(4)
+		}
+		now += int64(paceWindow)
+		if got := p.intervalAt(now); got != c.want {
+			t.Fatalf("at %d commands/s: got gap %v, want %v", c.cmds, got, c.want)
+		}
+		if got := p.syncGap(); got != c.want {
+			t.Fatalf("at %d commands/s: the committer's gap is %v, want %v", c.cmds, got, c.want)
+		}
+	}
+	// Unpaced, the committer (used while a shard has batches in flight)
+	// keeps the smallest gap.
+	p.gap.Store(0)
+	if got := p.syncGap(); got != paceGap {
+		t.Fatalf("unpaced: the committer's gap is %v, want %v", got, paceGap)
 	}
 	// Within a window the decision is not re-taken.
 	p.gap.Store(int64(paceGap))

@@ -241,7 +241,7 @@ func (s *shard) segment(b []*Request) {
 	f.reqs = append(f.reqs, b...)
 	f.mark, f.seq = s.eng.PendingLen(), s.seq
 	if count > 0 {
-		x.syncPace.commit()
+		x.syncPace.commit(count)
 	}
 	paced := x.syncPace.interval() > 0 && !x.ackBeforeSync
 	if !opened || paced || s.n > 0 {
