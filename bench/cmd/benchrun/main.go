@@ -32,7 +32,7 @@ func main() {
 	repo := flag.String("repo", ".", "module root, where go test runs")
 	seed := flag.Uint64("seed", 1, "generator seed")
 	users := flag.Int("users", 100, "users created through the admin API")
-	conns := flag.Int("conns", 64, "keep-alive connections")
+	conns := flag.Int("conns", 128, "keep-alive connections (bench/README.md: why 128)")
 	markets := flag.String("markets", "", "markets (comma-separated; default all of: "+symbols()+")")
 	place := flag.Float64("place", 0.5, "fraction of requests that place orders (the rest cancel)")
 	take := flag.Float64("take", 0.1, "fraction of placements that cross the spread (IOC)")

@@ -33,7 +33,7 @@ func main() {
 	deposit := flag.String("deposit", "", "coin=amount,... credited to each created user (default: plenty of every coin of -markets)")
 	rates := flag.String("rate", "1000", "arrival rates in requests/s, comma-separated: one step each")
 	duration := flag.Duration("duration", 5*time.Second, "length of each step")
-	conns := flag.Int("conns", 64, "keep-alive connections (one worker each)")
+	conns := flag.Int("conns", 128, "keep-alive connections (one worker each)")
 	place := flag.Float64("place", 0.5, "fraction of requests that place an order (the rest cancel one placed earlier)")
 	take := flag.Float64("take", 0.1, "fraction of placements that are IOC orders crossing the spread")
 	markets := flag.String("markets", "BTCUSDT,ETHUSDT", "markets, comma-separated, of: "+symbols())
