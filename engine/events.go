@@ -108,15 +108,21 @@ func (t *Trade) buyerSeller() (buid, suid int64, bf, sf Amount) {
 	return t.MakerUID, t.TakerUID, t.MakerFee, t.TakerFee
 }
 
-// NumBills returns how many finance records the fill makes: four, less a
-// trade_in that the fee took whole (a 100% fee rate).
+// NumBills returns how many finance records the fill makes.
 func (t *Trade) NumBills() int {
 	_, _, bf, sf := t.buyerSeller()
+	return fillBills(t.Base, bf, t.Quote, sf)
+}
+
+// fillBills returns how many finance records a fill of base for quote
+// makes when the buyer's fee is bf and the seller's sf: four, less a
+// trade_in that the fee took whole (a 100% fee rate).
+func fillBills(base, bf, quote, sf Amount) int {
 	n := 4
-	if t.Base == bf {
+	if base == bf {
 		n--
 	}
-	if t.Quote == sf {
+	if quote == sf {
 		n--
 	}
 	return n
@@ -133,15 +139,15 @@ func (t *Trade) AppendBills(dst []Bill) []Bill {
 		FillQty: t.Qty, FillQuote: t.Quote, Delta: -t.Quote, After: t.After[0], TimeMs: t.TimeMs}
 	dst = append(dst, b)
 	if d := t.Base - bf; d != 0 {
-		id += 1 << 6
+		id += 1 << billIndexShift
 		b.BillID, b.Coin, b.Biz, b.Delta, b.After, b.Fee = id, t.BaseCoin, BizTradeIn, d, t.After[1], bf
 		dst = append(dst, b)
 	}
-	id += 1 << 6
+	id += 1 << billIndexShift
 	b.BillID, b.UID, b.User, b.Coin, b.Biz, b.Delta, b.After, b.Fee = id, suid, t.SellerUser, t.BaseCoin, BizTradeOut, -t.Base, t.After[2], 0
 	dst = append(dst, b)
 	if d := t.Quote - sf; d != 0 {
-		id += 1 << 6
+		id += 1 << billIndexShift
 		b.BillID, b.Coin, b.Biz, b.Delta, b.After, b.Fee = id, t.QuoteCoin, BizTradeIn, d, t.After[3], sf
 		dst = append(dst, b)
 	}
@@ -219,5 +225,9 @@ type Bill struct {
 // BillID packs (seq, index within the command, shard) so bill ids are
 // unique across shards and deterministic on replay.
 func BillID(seq uint64, k int, shard int) uint64 {
-	return seq<<22 | uint64(k)<<6 | uint64(shard)
+	return seq<<22 | uint64(k)<<billIndexShift | uint64(shard)
 }
+
+// billIndexShift places a bill's index within its command in its id:
+// the next bill of a command has the id 1<<billIndexShift higher.
+const billIndexShift = 6

@@ -177,13 +177,7 @@ func (e *Engine) fill(m *market, t *order, mh handle, mk *order, p Price, q Qty)
 	tr.After[1] = Amount(bc[s.Base].total.Add(int64(base - bf)))
 	tr.After[2] = Amount(sc[s.Base].total.Add(int64(-base)))
 	tr.After[3] = Amount(sc[s.Quote].total.Add(int64(notional - sf)))
-	e.nbills += 4 // as tr.NumBills() counts them (calling it measured +5 ns/op, 10 rounds: layout?)
-	if base == bf {
-		e.nbills--
-	}
-	if notional == sf {
-		e.nbills--
-	}
+	e.nbills += fillBills(base, bf, notional, sf)
 	if mk.status != StatusFilled { // a filled maker reports from remove
 		e.update(mh, mk)
 	}

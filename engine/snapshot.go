@@ -41,8 +41,11 @@ const (
 )
 
 func appendMarket(dst []byte, e *Engine, m *market) []byte {
-	return appendBook(dst, &e.pool, &e.lvls, marketHead{m.spec.ID, m.last, m.nextOrder, m.nextTrade}, m.bids.lvls, m.asks.lvls)
+	return appendBook(dst, &e.pool, &e.lvls, m.head(), m.bids.lvls, m.asks.lvls)
 }
+
+// head returns what m's encoding starts with.
+func (m *market) head() marketHead { return marketHead{m.spec.ID, m.last, m.nextOrder, m.nextTrade} }
 
 // marketHead is what a market's encoding starts with.
 type marketHead struct {
@@ -161,7 +164,7 @@ func (e *Engine) Freeze(f *Frozen) *Frozen {
 	f.lvls.l = append(f.lvls.l[:0], e.lvls.l...)
 	f.heads = f.heads[:0]
 	for i, m := range e.owned {
-		f.heads = append(f.heads, marketHead{m.spec.ID, m.last, m.nextOrder, m.nextTrade})
+		f.heads = append(f.heads, m.head())
 		if i == len(f.books) {
 			f.books = append(f.books, [2][]lvHandle{})
 		}

@@ -190,12 +190,7 @@ func (x *impl) finishSnapshot(head []byte) (v []byte, err error) {
 			v, err = nil, fmt.Errorf("journal: snapshot: %v", p)
 		}
 	}()
-	v = head
-	for _, f := range x.frozen {
-		at := len(v)
-		v = lenAt(f.AppendSnapshot(le.AppendUint32(v, 0)), at)
-	}
-	return le.AppendUint32(v, crc32.Checksum(v, castagnoli)), nil
+	return appendEngines(head, x.frozen), nil
 }
 
 // keepSnapshots is how many of the newest snapshots are kept.
@@ -212,8 +207,13 @@ const snapVersion = 1
 
 // encodeSnapshot encodes the snapshot of x, which must be quiet.
 func encodeSnapshot(x *impl) []byte {
-	v := encodeSnapshotHead(x)
-	for _, e := range x.engines {
+	return appendEngines(encodeSnapshotHead(x), x.engines)
+}
+
+// appendEngines appends each engine's section (an engine, or its frozen
+// copy) and the checksum to a snapshot's head.
+func appendEngines[E interface{ AppendSnapshot([]byte) []byte }](v []byte, engines []E) []byte {
+	for _, e := range engines {
 		at := len(v)
 		v = lenAt(e.AppendSnapshot(le.AppendUint32(v, 0)), at)
 	}
