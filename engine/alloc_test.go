@@ -3,6 +3,9 @@ package engine_test
 import (
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/engine/enginetest"
@@ -243,61 +246,119 @@ func ui0(r uint64) int { return int(r>>32) % 1000 }
 // Prefetch of the next command, as the shard loop does within a drained
 // batch (under load a batch holds many commands; a shard woken for a lone
 // command has nothing to look ahead at).
-//
-// The stream is generated ahead, as exchange-core's benchmarks do: a
-// generator engine runs the mixed driver (which picks what to cancel from
-// what its engine answered) and records each command, untimed, in chunks;
-// the measured engine, built identically, applies the recorded chunk. So
-// the time is the engine's, not the driver's bookkeeping, and both
-// engines must end in the same state (checked).
 func BenchmarkMixed(b *testing.B) {
 	// one OS thread throughout, as a pinned shard has, and so that
 	// valgrind's per-thread call stacks can tell what replay costs
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	gen, run := newBench(b, 1000), newBench(b, 1000)
-	var cmds []engine.Cmd
-	gen.rec = &cmds
-	mx := mixedOn(gen, 10_000) // the book's setup is recorded too
-	replay := func() int { return run.replay(cmds) }
-	replay()
-	generate := func(n int) {
-		cmds = cmds[:0]
-		for i := 0; i < n; i++ {
-			mx.step()
-		}
-	}
-	for i := 0; i < 4; i++ { // warm-up: 200k commands
-		generate(50_000)
-		replay()
-	}
-	const chunk = 1 << 16
+	s := newMixedStream(b)
 	trades := 0
 	b.ReportAllocs()
 	b.ResetTimer()
-	for done := 0; done < b.N; done += len(cmds) {
+	for done := 0; done < b.N; done += len(s.cmds) {
 		b.StopTimer()
-		generate(min(chunk, b.N-done))
+		s.next(min(mixedChunk, b.N-done))
 		b.StartTimer()
-		trades += replay()
+		trades += s.run.replay(s.cmds)
 	}
 	b.StopTimer()
-	if got, want := engine.StateHash(run.cl.Acc, run.cl.All), engine.StateHash(mx.bn.cl.Acc, mx.bn.cl.All); got != want {
-		b.Fatalf("measured engine's state hash %x differs from the generator's %x", got, want)
-	}
-	b.ReportMetric(float64(run.e.WorkingOrders()), "resting")
-	b.ReportMetric(float64(trades)/float64(b.N), "trades/op")
-	b.ReportMetric(float64(mx.hits)/float64(max(mx.cancels, 1)), "cancel-hit-rate")
+	s.report(b, trades)
 }
 
-// replay applies cmds as apply does, and returns how many trades they made.
-// It is the part BenchmarkMixed times, kept out of line so that a profiler
-// can name it (valgrind --toggle-collect).
+// BenchmarkMixedLatency: BenchmarkMixed's stream with every command timed
+// on its own (the monotonic clock read before its prefetch and after its
+// Flush), for the distribution of one command's time: p50-ns ... max-ns.
+// Each sample includes one clock read's cost, reported as clock-ns (the
+// median of an empty interval, taken before the stream). Its ns/op holds
+// the clock reads and the histogram too: BenchmarkMixed is the throughput.
+func BenchmarkMixedLatency(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := newMixedStream(b)
+	h := hdrhistogram.New(1, int64(time.Second), 3)
+	for range 1000 {
+		t0 := nanotime()
+		h.RecordValue(nanotime() - t0)
+	}
+	clock := h.ValueAtQuantile(50)
+	h.Reset()
+	trades := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += len(s.cmds) {
+		b.StopTimer()
+		s.next(min(mixedChunk, b.N-done))
+		b.StartTimer()
+		trades += s.run.replayTimed(s.cmds, h)
+	}
+	b.StopTimer()
+	s.report(b, trades)
+	for _, q := range []struct {
+		unit string
+		q    float64
+	}{{"p50-ns", 50}, {"p99-ns", 99}, {"p99.9-ns", 99.9}} {
+		b.ReportMetric(float64(h.ValueAtQuantile(q.q)), q.unit)
+	}
+	b.ReportMetric(float64(h.Max()), "max-ns")
+	b.ReportMetric(float64(clock), "clock-ns")
+}
+
+// mixedStream is the mixed benchmarks' setup. The stream is generated
+// ahead, as exchange-core's benchmarks do: a generator engine runs the
+// mixed driver (which picks what to cancel from what its engine answered)
+// and records each command, untimed, in chunks; the measured engine, run,
+// built identically, applies the recorded chunk. So the time is the
+// engine's, not the driver's bookkeeping, and both engines must end in the
+// same state (report checks).
+type mixedStream struct {
+	gen, run *bench
+	mx       *mixed
+	cmds     []engine.Cmd // the chunk generated last
+}
+
+// mixedChunk is how many commands are generated, then applied, at a time.
+const mixedChunk = 1 << 16
+
+func newMixedStream(b *testing.B) *mixedStream {
+	s := &mixedStream{gen: newBench(b, 1000), run: newBench(b, 1000)}
+	s.gen.rec = &s.cmds
+	s.mx = mixedOn(s.gen, 10_000) // the book's setup is recorded too
+	s.run.replay(s.cmds)
+	for range 4 { // warm-up: 200k commands
+		s.next(50_000)
+		s.run.replay(s.cmds)
+	}
+	return s
+}
+
+// next generates the stream's next n commands into cmds.
+func (s *mixedStream) next(n int) {
+	s.cmds = s.cmds[:0]
+	for range n {
+		s.mx.step()
+	}
+}
+
+// report checks that both engines ended in the same state and reports the
+// stream's shape.
+func (s *mixedStream) report(b *testing.B, trades int) {
+	if got, want := engine.StateHash(s.run.cl.Acc, s.run.cl.All), engine.StateHash(s.gen.cl.Acc, s.gen.cl.All); got != want {
+		b.Fatalf("measured engine's state hash %x differs from the generator's %x", got, want)
+	}
+	b.ReportMetric(float64(s.run.e.WorkingOrders()), "resting")
+	b.ReportMetric(float64(trades)/float64(b.N), "trades/op")
+	b.ReportMetric(float64(s.mx.hits)/float64(max(s.mx.cancels, 1)), "cancel-hit-rate")
+}
+
+// replay applies cmds as the shard loop does (PrefetchAhead, Apply,
+// Flush), and returns how many trades they made. It is the part
+// BenchmarkMixed times, kept out of line so that a profiler can name it
+// (valgrind --toggle-collect).
 //
 //go:noinline
 func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
 	for i := range cmds {
-		bn.e.PrefetchAhead(cmds, i) // as the shard loop does
+		bn.e.PrefetchAhead(cmds, i)
 		bn.seq++
 		bn.e.Apply(&cmds[i], bn.seq, int64(bn.seq), &bn.out)
 		bn.e.Flush()
@@ -305,6 +366,29 @@ func (bn *bench) replay(cmds []engine.Cmd) (trades int) {
 	}
 	return trades
 }
+
+// replayTimed is replay with each command's time recorded into h. The
+// loop body is replay's, not a shared function: a call per command (the
+// body is too large to inline) would add to BenchmarkMixed's time.
+func (bn *bench) replayTimed(cmds []engine.Cmd, h *hdrhistogram.Histogram) (trades int) {
+	for i := range cmds {
+		t0 := nanotime()
+		bn.e.PrefetchAhead(cmds, i)
+		bn.seq++
+		bn.e.Apply(&cmds[i], bn.seq, int64(bn.seq), &bn.out)
+		bn.e.Flush()
+		h.RecordValue(nanotime() - t0)
+		trades += len(bn.out.Trades)
+	}
+	return trades
+}
+
+// epoch is the monotonic clock's origin for nanotime.
+var epoch = time.Now()
+
+// nanotime reads the monotonic clock (one clock read: time.Since of a
+// time that has a monotonic reading).
+func nanotime() int64 { return int64(time.Since(epoch)) }
 
 // BenchmarkByKind: the cost of one kind of command at a time, to read
 // BenchmarkMixed by. Each case repeats one pattern, so branches and caches

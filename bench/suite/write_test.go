@@ -92,6 +92,21 @@ func TestEngineRunsSummary(t *testing.T) {
 	}
 }
 
+// TestEngineLatencySummary: BenchmarkMixedLatency's percentiles make one
+// summary row; a run without them says so instead of showing zeros.
+func TestEngineLatencySummary(t *testing.T) {
+	raw := "BenchmarkMixedLatency-2 7322226 172.1 ns/op 20.00 clock-ns 606207 max-ns 100.0 p50-ns 511.0 p99-ns 932.0 p99.9-ns 0 allocs/op\n"
+	lat := &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader(raw))}
+	s := summary(&Run{EngineLatency: lat}).String()
+	if want := "100 / 511 / 932 / 606207 ns (clock read 20 ns)"; !strings.Contains(s, want) {
+		t.Errorf("summary lacks %q:\n%s", want, s)
+	}
+	lat = &GoRun{Command: "go test", Bench: report.ParseGoBench(strings.NewReader("BenchmarkMixedLatency-2 100 172 ns/op\n")), Err: "exit status 1"}
+	if s := summary(&Run{EngineLatency: lat}).String(); !strings.Contains(s, "not available: exit status 1") {
+		t.Errorf("a run without percentiles: summary lacks the reason:\n%s", s)
+	}
+}
+
 func TestPercentDown(t *testing.T) {
 	for _, c := range []struct {
 		f    float64
