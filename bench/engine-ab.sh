@@ -45,7 +45,7 @@ i=0
 while [ $i -lt "$rounds" ]; do
 	i=$((i + 1))
 	for b in old new; do
-		ns=$("$d/$b.test" -test.run '^$' -test.bench Mixed -test.benchtime 1500000x | awk '/^BenchmarkMixed/ {print $3}')
+		ns=$("$d/$b.test" -test.run '^$' -test.bench 'Mixed$' -test.benchtime 1500000x | awk '/^BenchmarkMixed-/ {print $3}')
 		echo "$b $ns" >>"$d/runs"
 	done
 	printf '\rround %d/%d' $i "$rounds" >&2

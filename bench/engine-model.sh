@@ -37,7 +37,7 @@ rm -f "$out"/callgrind.out*
 	--cache-sim=yes --D1=32768,8,64 --LL=1048576,8,64 \
 	--zero-before='github.com/weexcore/exchange/engine_test.(*bench).replay' \
 	--dump-after='github.com/weexcore/exchange/engine_test.(*bench).replay' \
-	--callgrind-out-file="$out/callgrind.out" ./engine.test -test.run '^$' -test.bench Mixed \
+	--callgrind-out-file="$out/callgrind.out" ./engine.test -test.run '^$' -test.bench 'Mixed$' \
 	-test.benchtime "${n}x" >/dev/null 2>&1)
 dumps=$(ls "$out"/callgrind.out.* | wc -l)
 chunks=$(( (n + 65535) / 65536 ))

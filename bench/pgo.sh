@@ -44,7 +44,7 @@ done
 	grep -v ' t=' | tail -n 2
 kill -TERM $pid
 wait $pid
-go test -pgo=off -run '^$' -bench Mixed -benchtime 20000000x -cpuprofile "$d/engine.prof" \
+go test -pgo=off -run '^$' -bench 'Mixed$' -benchtime 20000000x -cpuprofile "$d/engine.prof" \
 	-o "$d/engine.test" ./engine/ | grep Mixed
 go tool pprof -proto "$d/server.prof" "$d/engine.prof" >cmd/exchanged/default.pgo
 echo "pgo: wrote cmd/exchanged/default.pgo ($(wc -c <cmd/exchanged/default.pgo) bytes)"
