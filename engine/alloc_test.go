@@ -377,7 +377,7 @@ func (bn *bench) replayTimed(cmds []engine.Cmd, h *hdrhistogram.Histogram) (trad
 		bn.seq++
 		bn.e.Apply(&cmds[i], bn.seq, int64(bn.seq), &bn.out)
 		bn.e.Flush()
-		h.RecordValue(nanotime() - t0)
+		h.RecordValue(min(nanotime()-t0, h.HighestTrackableValue())) // beyond it a sample would be dropped
 		trades += len(bn.out.Trades)
 	}
 	return trades
