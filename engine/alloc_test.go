@@ -252,17 +252,7 @@ func BenchmarkMixed(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	s := newMixedStream(b)
-	trades := 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += len(s.cmds) {
-		b.StopTimer()
-		s.next(min(mixedChunk, b.N-done))
-		b.StartTimer()
-		trades += s.run.replay(s.cmds)
-	}
-	b.StopTimer()
-	s.report(b, trades)
+	s.time(b, s.run.replay)
 }
 
 // BenchmarkMixedLatency: BenchmarkMixed's stream with every command timed
@@ -282,17 +272,7 @@ func BenchmarkMixedLatency(b *testing.B) {
 	}
 	clock := h.ValueAtQuantile(50)
 	h.Reset()
-	trades := 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += len(s.cmds) {
-		b.StopTimer()
-		s.next(min(mixedChunk, b.N-done))
-		b.StartTimer()
-		trades += s.run.replayTimed(s.cmds, h)
-	}
-	b.StopTimer()
-	s.report(b, trades)
+	s.time(b, func(cmds []engine.Cmd) int { return s.run.replayTimed(cmds, h) })
 	for _, q := range []struct {
 		unit string
 		q    float64
@@ -309,7 +289,7 @@ func BenchmarkMixedLatency(b *testing.B) {
 // and records each command, untimed, in chunks; the measured engine, run,
 // built identically, applies the recorded chunk. So the time is the
 // engine's, not the driver's bookkeeping, and both engines must end in the
-// same state (report checks).
+// same state (time checks).
 type mixedStream struct {
 	gen, run *bench
 	mx       *mixed
@@ -339,9 +319,20 @@ func (s *mixedStream) next(n int) {
 	}
 }
 
-// report checks that both engines ended in the same state and reports the
-// stream's shape.
-func (s *mixedStream) report(b *testing.B, trades int) {
+// time runs b.N commands of the stream through replay, the generation of
+// each chunk untimed, then checks that both engines ended in the same
+// state and reports the stream's shape.
+func (s *mixedStream) time(b *testing.B, replay func([]engine.Cmd) int) {
+	trades := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += len(s.cmds) {
+		b.StopTimer()
+		s.next(min(mixedChunk, b.N-done))
+		b.StartTimer()
+		trades += replay(s.cmds)
+	}
+	b.StopTimer()
 	if got, want := engine.StateHash(s.run.cl.Acc, s.run.cl.All), engine.StateHash(s.gen.cl.Acc, s.gen.cl.All); got != want {
 		b.Fatalf("measured engine's state hash %x differs from the generator's %x", got, want)
 	}
