@@ -18,6 +18,7 @@ type histBatch struct {
 	later  []engine.OrderView // orders created before this batch, latest state
 	seen   batchIndex         // orderID -> index in orders, or ^index in later
 	cids   []int32            // indexes in orders of orders with an explicit client id
+	bills  []engine.Bill      // scratch: the bills of the command add is at
 
 	users    batchIndex // uid -> index in ub
 	ub       []userBlock
@@ -165,16 +166,9 @@ func (h *histBatch) add(c *engine.Cmd, o *engine.Out, seqOff uint64) {
 		h.userFor(t.MakerUID).addFill(t, false)
 		h.userFor(t.TakerUID).addFill(t, true)
 	}
-	// the command's bills in order (engine.Out.AppendBills): each fill's,
-	// which its trade carries, then the others
-	var fb [4]engine.Bill
-	for i := range o.Trades {
-		for _, b := range o.Trades[i].AppendBills(fb[:0]) {
-			h.userFor(b.UID).addBill(&b, seqOff)
-		}
-	}
-	for i := range o.Bills {
-		b := &o.Bills[i]
+	h.bills = o.AppendBills(h.bills[:0]) // the fills' (carried by the trades), then the others
+	for i := range h.bills {
+		b := &h.bills[i]
 		h.userFor(b.UID).addBill(b, seqOff)
 	}
 }

@@ -60,8 +60,9 @@ import (
 // against 766 CPU ticks, -16%), with 1,000-1,200 us 3-8% lower; at
 // 12,800/s (half of the saturation make bench found then: where its p99
 // target is) a 1,000 us gap gave p99 1.49-1.90 ms against 1.41-1.61 ms
-// with 750 us, so the low end stays at 750 us. With this rule against the fixed 750 us, in two
-// interleaved REST sweeps each (benchrun with only the REST load), at
+// with 750 us, so the low end stays at 750 us. With this rule against the
+// fixed 750 us, in two interleaved REST sweeps each (benchrun with only
+// the REST load), at
 // 25,629/s: 4,163 and 4,238 syncs in the 5 s step against 6,149 and
 // 6,135; the server used 0.78 and 0.76 cores against 0.88 and 0.89; p50
 // 1.23 and 1.22 ms against 0.89 and 0.94; p99 2.96 and 2.23 ms against
