@@ -289,7 +289,7 @@ func BenchmarkMixedLatency(b *testing.B) {
 // and records each command, untimed, in chunks; the measured engine, run,
 // built identically, applies the recorded chunk. So the time is the
 // engine's, not the driver's bookkeeping, and both engines must end in the
-// same state (time checks).
+// same state (mixedStream.time checks it).
 type mixedStream struct {
 	gen, run *bench
 	mx       *mixed

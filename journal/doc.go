@@ -24,16 +24,16 @@
 // Under load (pace.go) the shard hands the batch to the committer instead
 // (commit.go), which syncs the batches of every shard together at most once
 // per sync gap (750 us, growing to 1.5 ms as the command rate goes from
-// 16,000 to 32,000 per second), and goes on applying the next batches (up
-// to maxFlights in flight). Until the committer takes the newest batch, the shard's next
-// drained batches join it if they fall in the same millisecond (its
-// timeMs): one record and one set of history blocks for all of them, which
-// the committer finishes ("seals") when it takes the batch. Under load a
-// drained batch is often a single request, so this saves most journal
-// keys: at 8,500 req/s 1.6 Pebble keys and 92 bytes per request instead
-// of 2.24 and 125. Batches are answered in order, each once its own sync
-// is done, with Engine.FlushTo making only its credits available. A barrier waits
-// for every batch in flight, so snapshots and state hashes see only
+// 16,000 to 32,000 per second), and goes on applying the next batches (up to
+// maxFlights in flight). Until the committer takes the newest batch, the
+// shard's next drained batches join it if they fall in the same millisecond
+// (its timeMs): one record and one set of history blocks for all of them,
+// which the committer finishes ("seals") when it takes the batch. Under load
+// a drained batch is often a single request, so this saves most journal
+// keys: at 8,500 req/s 1.6 Pebble keys and 92 bytes per request instead of
+// 2.24 and 125. Batches are answered in order, each once its own sync is
+// done, with Engine.FlushTo making only its credits available. A barrier
+// waits for every batch in flight, so snapshots and state hashes see only
 // durable state.
 //
 // Pebble writes through a journalFS (walspare.go): every WAL file it creates

@@ -52,22 +52,21 @@ import (
 // The gap grows with the command rate, from paceGap at paceLoadLow
 // commands/s to paceGapMax at paceLoadHigh and above: each sync costs the
 // server ~0.2 ms of CPU (the WAL write and fdatasync, and waking the
-// committer, Pebble's log writer and every shard), which near saturation
-// is CPU the requests need, while a longer wait for the sync is small
-// beside the queueing there. Measured with the loadgen on a fresh server
-// (8 markets, 8 s at 28,000 orders/s, interleaved): the server's CPU
-// was 6 of 6 runs lower with a 1,500 us gap than with 750 us (mean 645
-// against 766 CPU ticks, -16%), with 1,000-1,200 us 3-8% lower; at
-// 12,800/s (half of the saturation make bench found then: where its p99
-// target is) a 1,000 us gap gave p99 1.49-1.90 ms against 1.41-1.61 ms
-// with 750 us, so the low end stays at 750 us. With this rule against the
-// fixed 750 us, in two interleaved REST sweeps each (benchrun with only
-// the REST load), at
-// 25,629/s: 4,163 and 4,238 syncs in the 5 s step against 6,149 and
-// 6,135; the server used 0.78 and 0.76 cores against 0.88 and 0.89; p50
-// 1.23 and 1.22 ms against 0.89 and 0.94; p99 2.96 and 2.23 ms against
-// 4.12 and 3.05. The top is bounded by the answer time it adds: a client
-// with n connections gets at most n / latency answers per second.
+// committer, Pebble's log writer and every shard), which near saturation is
+// CPU the requests need, while a longer wait for the sync is small beside
+// the queueing there. Measured with the loadgen on a fresh server (8
+// markets, 8 s at 28,000 orders/s, interleaved): the server's CPU was 6 of 6
+// runs lower with a 1,500 us gap than with 750 us (mean 645 against 766 CPU
+// ticks, -16%), with 1,000-1,200 us 3-8% lower; at 12,800/s (half of the
+// saturation make bench found then: where its p99 target is) a 1,000 us gap
+// gave p99 1.49-1.90 ms against 1.41-1.61 ms with 750 us, so the low end
+// stays at 750 us. With this rule against the fixed 750 us, in two
+// interleaved REST sweeps each (benchrun with only the REST load), at
+// 25,629/s: 4,163 and 4,238 syncs in the 5 s step against 6,149 and 6,135;
+// the server used 0.78 and 0.76 cores against 0.88 and 0.89; p50 1.23 and
+// 1.22 ms against 0.89 and 0.94; p99 2.96 and 2.23 ms against 4.12 and 3.05.
+// The top is bounded by the answer time it adds: a client with n connections
+// gets at most n / latency answers per second.
 type syncPace struct {
 	commits atomic.Int64 // synced commits so far
 	cmds    atomic.Int64 // commands in them
