@@ -54,6 +54,7 @@ soak:
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzParseFixed $(FUZZTIME)
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzAppendFixed $(FUZZTIME)
 	GO=$(GO) tools/fuzz.sh ./edge/ FuzzDecodeOrder $(FUZZTIME)
+	GO=$(GO) tools/fuzz.sh ./edge/ FuzzREST $(FUZZTIME)
 
 bench:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
