@@ -39,6 +39,7 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, st.buf, errInternal)
 		}
 		st.buf = st.buf[:0]
+		st.trim()
 		statePool.Put(st)
 	}()
 	e := func() *apiError {

@@ -76,6 +76,27 @@ var statePool = sync.Pool{New: func() any {
 	return &reqState{buf: make([]byte, 0, 4096), hdr: make([]byte, 0, 64)}
 }}
 
+// Scratch grown past these is dropped rather than pooled. Only an
+// unbounded answer grows past them (openOrders of a user with thousands of
+// working orders: 4,096 of them are 0.5 MB of views and 1.2 MB of JSON),
+// and the pool would keep it until a GC clears the pool, which a server
+// that hardly allocates seldom runs: every pooled state could end up
+// holding the largest answer it ever made.
+const (
+	keepBufBytes = 1 << 20
+	keepOrders   = 4096 // above allOrders' page (1,000)
+)
+
+// trim drops scratch grown past what a bounded answer needs.
+func (st *reqState) trim() {
+	if cap(st.buf) > keepBufBytes {
+		st.buf = make([]byte, 0, 4096)
+	}
+	if cap(st.orders) > keepOrders {
+		st.orders = nil
+	}
+}
+
 func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
 	st := statePool.Get().(*reqState)
 	start := time.Now()
@@ -88,6 +109,7 @@ func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, st.buf, errInternal)
 		}
 		st.buf = st.buf[:0]
+		st.trim()
 		statePool.Put(st)
 	}()
 	if e := s.dispatch(ctx, st); e != nil {
