@@ -32,16 +32,7 @@ func (s *Server) adminRouteTable() map[string]*route {
 func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
 	st := statePool.Get().(*reqState)
 	st.nowMs = time.Now().UnixMilli()
-	defer func() {
-		if p := recover(); p != nil {
-			s.logf("edge: panic serving admin %s %s: %v", ctx.Method(), ctx.Path(), p)
-			ctx.Response.Reset()
-			writeError(ctx, st.buf, errInternal)
-		}
-		st.buf = st.buf[:0]
-		st.trim()
-		statePool.Put(st)
-	}()
+	defer s.end(ctx, st)
 	e := func() *apiError {
 		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("X-Admin-Token"), s.adminToken) != 1 {
 			return errAdminToken

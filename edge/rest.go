@@ -87,6 +87,20 @@ const (
 	keepOrders   = 4096 // above allOrders' page (1,000)
 )
 
+// end finishes a request served with st (REST or admin): a panic in its
+// handler is logged and answered 500, and st goes back to the pool. It is
+// deferred itself: recover works only in the deferred call.
+func (s *Server) end(ctx *fasthttp.RequestCtx, st *reqState) {
+	if p := recover(); p != nil {
+		s.logf("edge: panic serving %s %s: %v", ctx.Method(), ctx.Path(), p)
+		ctx.Response.Reset()
+		writeError(ctx, st.buf, errInternal)
+	}
+	st.buf = st.buf[:0]
+	st.trim()
+	statePool.Put(st)
+}
+
 // trim drops scratch grown past what a bounded answer needs.
 func (st *reqState) trim() {
 	if cap(st.buf) > keepBufBytes {
@@ -101,17 +115,8 @@ func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
 	st := statePool.Get().(*reqState)
 	start := time.Now()
 	st.nowMs = start.UnixMilli()
-	defer func() {
-		s.latency.record(time.Since(start))
-		if p := recover(); p != nil {
-			s.logf("edge: panic serving %s %s: %v", ctx.Method(), ctx.Path(), p)
-			ctx.Response.Reset()
-			writeError(ctx, st.buf, errInternal)
-		}
-		st.buf = st.buf[:0]
-		st.trim()
-		statePool.Put(st)
-	}()
+	defer func() { s.latency.record(time.Since(start)) }()
+	defer s.end(ctx, st)
 	if e := s.dispatch(ctx, st); e != nil {
 		st.buf = writeError(ctx, st.buf, e)
 		return

@@ -65,3 +65,25 @@ func TestOpenOrdersLarge(t *testing.T) {
 		t.Fatalf("account after the large answers: %d %s", c, ctx.Response.Body())
 	}
 }
+
+// TestEndRecovers: a handler's panic is answered 500 with the JSON error
+// body, and the server goes on serving (end is deferred by serveREST and
+// serveAdmin).
+func TestEndRecovers(t *testing.T) {
+	s := openTestServer(t)
+	ctx := signedCtx("GET", "/api/v3/time", "")
+	func() {
+		st := statePool.Get().(*reqState)
+		defer s.end(ctx, st)
+		panic("handler bug")
+	}()
+	var got struct{ Code int }
+	if err := json.Unmarshal(ctx.Response.Body(), &got); err != nil || ctx.Response.StatusCode() != 500 || got.Code != codeUnknown {
+		t.Fatalf("got %d %s (%v), want 500 and code %d", ctx.Response.StatusCode(), ctx.Response.Body(), err, codeUnknown)
+	}
+	ctx = signedCtx("GET", "/api/v3/time", "")
+	s.serveREST(ctx)
+	if ctx.Response.StatusCode() != 200 {
+		t.Fatalf("after the panic: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+}
