@@ -71,24 +71,34 @@ func (d *scanner) open(c byte) bool {
 	return true
 }
 
-// nextKey reads the next key and its ':' into d.key; false at '}' or on error.
-func (d *scanner) nextKey() bool {
+// more reports whether another member or element follows in the current
+// level, whose closing bracket is c, and consumes the ',' before it; at c
+// it leaves the level.
+func (d *scanner) more(c byte) bool {
 	if d.bad {
 		return false
 	}
-	c := d.peek()
-	if c == '}' {
+	p := d.peek()
+	if p == c {
 		d.i++
 		d.depth--
 		return false
 	}
 	if !d.first {
-		if c != ',' {
+		if p != ',' {
 			return d.fail()
 		}
 		d.i++
 	}
 	d.first = false
+	return true
+}
+
+// nextKey reads the next key and its ':' into d.key; false at '}' or on error.
+func (d *scanner) nextKey() bool {
+	if !d.more('}') {
+		return false
+	}
 	k, ok := d.rawString()
 	if !ok {
 		return d.fail()
@@ -103,25 +113,12 @@ func (d *scanner) nextKey() bool {
 
 // nextElem reports whether another array element follows (and consumes ',').
 func (d *scanner) nextElem() bool {
-	if d.bad {
+	if !d.more(']') {
 		return false
 	}
-	c := d.peek()
-	if c == ']' {
-		d.i++
-		d.depth--
-		return false
+	if d.peek() == ']' { // after a ',': a trailing comma
+		return d.fail()
 	}
-	if !d.first {
-		if c != ',' {
-			return d.fail()
-		}
-		d.i++
-		if d.peek() == ']' { // trailing comma
-			return d.fail()
-		}
-	}
-	d.first = false
 	return true
 }
 
