@@ -53,20 +53,25 @@ func timeRange(ctx *fasthttp.RequestCtx) (start, end int64, e *apiError) {
 	return
 }
 
+// historyArgs reads what allOrders and myTrades share: the required
+// symbol, startTime/endTime, and limit (1..1000, default 100).
+func (s *Server) historyArgs(ctx *fasthttp.RequestCtx) (m *market, start, end, limit int64, e *apiError) {
+	if m, e = s.argSymbol(ctx, true); e != nil {
+		return
+	}
+	if start, end, e = timeRange(ctx); e != nil {
+		return
+	}
+	limit, e = argIntIn(ctx, "limit", 100, 1, 1000)
+	return
+}
+
 // handleAllOrders: GET /api/v3/allOrders?symbol=&startTime=&endTime=&limit=&page=.
 func handleAllOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	if e := checkArgs(ctx, "symbol", "startTime", "endTime", "limit", "page"); e != nil {
 		return e
 	}
-	m, e := s.argSymbol(ctx, true)
-	if e != nil {
-		return e
-	}
-	start, end, e := timeRange(ctx)
-	if e != nil {
-		return e
-	}
-	limit, e := argIntIn(ctx, "limit", 100, 1, 1000)
+	m, start, end, limit, e := s.historyArgs(ctx)
 	if e != nil {
 		return e
 	}
@@ -95,15 +100,7 @@ func handleMyTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) 
 	if e := checkArgs(ctx, "symbol", "startTime", "endTime", "limit", "orderId"); e != nil {
 		return e
 	}
-	m, e := s.argSymbol(ctx, true)
-	if e != nil {
-		return e
-	}
-	start, end, e := timeRange(ctx)
-	if e != nil {
-		return e
-	}
-	limit, e := argIntIn(ctx, "limit", 100, 1, 1000)
+	m, start, end, limit, e := s.historyArgs(ctx)
 	if e != nil {
 		return e
 	}
