@@ -28,15 +28,20 @@ func handleOpenOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred
 	if err != nil {
 		return queryErr(err)
 	}
-	b := append(st.buf, '[')
+	st.buf = s.appendOrders(st.buf, orders)
+	return nil
+}
+
+// appendOrders appends orders as a JSON array of order records.
+func (s *Server) appendOrders(b []byte, orders []engine.OrderView) []byte {
+	b = append(b, '[')
 	for i := range orders {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendOrder(b, s.markets[orders[i].Market], &orders[i])
 	}
-	st.buf = append(b, ']')
-	return nil
+	return append(b, ']')
 }
 
 // timeRange reads startTime/endTime (Unix ms, inclusive).
@@ -84,14 +89,7 @@ func handleAllOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	if err != nil {
 		return queryErr(err)
 	}
-	b := append(st.buf, '[')
-	for i := range orders {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendOrder(b, m, &orders[i])
-	}
-	st.buf = append(b, ']')
+	st.buf = s.appendOrders(st.buf, orders)
 	return nil
 }
 
