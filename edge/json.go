@@ -73,30 +73,29 @@ func (d *scanner) open(c byte) bool {
 
 // more reports whether another member or element follows in the current
 // level, whose closing bracket is c, and consumes the ',' before it; at c
-// it leaves the level.
-func (d *scanner) more(c byte) bool {
-	if d.bad {
+// it leaves the level. p is the next byte (peek): read by the caller, more
+// stays small enough to be inlined into nextKey and nextElem.
+func (d *scanner) more(p, c byte) bool {
+	switch {
+	case d.bad:
 		return false
-	}
-	p := d.peek()
-	if p == c {
+	case p == c:
 		d.i++
 		d.depth--
 		return false
+	case d.first:
+		d.first = false
+		return true
+	case p != ',':
+		return d.fail()
 	}
-	if !d.first {
-		if p != ',' {
-			return d.fail()
-		}
-		d.i++
-	}
-	d.first = false
+	d.i++
 	return true
 }
 
 // nextKey reads the next key and its ':' into d.key; false at '}' or on error.
 func (d *scanner) nextKey() bool {
-	if !d.more('}') {
+	if !d.more(d.peek(), '}') {
 		return false
 	}
 	k, ok := d.rawString()
@@ -113,7 +112,7 @@ func (d *scanner) nextKey() bool {
 
 // nextElem reports whether another array element follows (and consumes ',').
 func (d *scanner) nextElem() bool {
-	if !d.more(']') {
+	if !d.more(d.peek(), ']') {
 		return false
 	}
 	if d.peek() == ']' { // after a ',': a trailing comma
