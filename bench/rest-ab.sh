@@ -1,0 +1,56 @@
+#!/bin/sh
+# rest-ab.sh: wall-clock A/B of two REST server binaries at one offered
+# rate, in interleaved rounds (the order alternates), for trying a server
+# change on a shared VM whose speed moves from one minute to the next.
+# Each run starts the server on an empty data directory, creates 100 users
+# with 500 resting orders per market and warms up at 15,000 req/s for 5 s
+# (loadgen), then offers RATE req/s for 10 s and prints the generator's
+# p50 / p99 / p99.9 / max (ms) and the server's CPU ticks (1/100 s, user +
+# system) over those 10 s.
+#
+# usage: bench/rest-ab.sh "BIN_A BIN_B" RATE [ROUNDS]   (default 6 rounds, ~40 s each)
+# A BIN may be a wrapper that execs the server with another environment,
+# e.g. printf '#!/bin/sh\nGOMAXPROCS=1 exec bin/exchanged "$@"\n'.
+# The server configuration (8 markets, rate limits off) is the one the last
+# make bench or make bench-quick wrote: results/latest/server-config.json.
+# Ports 18080 and 18081 must be free.
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 \"BIN_A BIN_B\" RATE [ROUNDS]" >&2; exit 2; }
+bins=$1
+rate=$2
+rounds=${3:-6}
+cd "$(dirname "$0")/.."
+cfg=$(pwd)/results/latest/server-config.json
+[ -f "$cfg" ] || { echo "rest-ab: no $cfg: run make bench-quick first" >&2; exit 1; }
+tok=$(sed -n 's/^ *"admin_token": *"\([^"]*\)".*/\1/p' "$cfg")
+markets=BTCUSDT,ETHUSDT,SOLUSDT,BNBUSDT,XRPUSDT,DOGEUSDT,ADAUSDT,LTCUSDT
+d=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$d"' EXIT
+go build -buildvcs=false -o "$d/loadgen" ./bench/cmd/loadgen
+gen() { "$d/loadgen" -addr 127.0.0.1:18080 -admin 127.0.0.1:18081 -admin-token "$tok" -users 100 -markets "$markets" -conns 128 "$@"; }
+round=1
+while [ "$round" -le "$rounds" ]; do
+	order=$bins
+	if [ $((round % 2)) -eq 0 ]; then
+		order=$(echo "$bins" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
+	fi
+	for b in $order; do
+		rm -rf "$d/data"
+		"$b" -config "$cfg" -data "$d/data" -listen 127.0.0.1:18080 -admin-listen 127.0.0.1:18081 -admin-token "$tok" >"$d/server.log" 2>&1 &
+		pid=$!
+		until grep -q ready "$d/server.log" 2>/dev/null; do
+			kill -0 "$pid" 2>/dev/null || { cat "$d/server.log" >&2; exit 1; }
+			sleep 0.1
+		done
+		gen -populate 500 -rate 15000 -duration 5s >/dev/null 2>&1
+		c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		res=$(gen -rate "$rate" -duration 10s 2>&1 | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {printf "achieved %s p50 %s p99 %s p99.9 %s max %s", $2, $6, $7, $8, $9}')
+		c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		kill -INT "$pid"
+		wait "$pid" 2>/dev/null || true
+		pid=
+		echo "$round $b $res ticks $((c1 - c0))"
+	done
+	round=$((round + 1))
+done
