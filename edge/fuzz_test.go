@@ -122,7 +122,7 @@ func FuzzREST(f *testing.F) {
 		{12, "", `{"symbol":"ETHUSDT","side":"SELL","type":"LIMIT","quantity":"0.5","price":"100000"}`},
 		{12, "", `{"symbol":"BTCUSDT","side":"BUY","type":"MARKET","quantity":"0.001"}`},
 		{13, "symbol=BTCUSDT&origClientOrderId=f-2", ""},
-		{14, "symbol=BTCUSDT&orderId=1025", ""},
+		{14, "symbol=BTCUSDT&origClientOrderId=f-2", ""},
 		{15, "symbol=BTCUSDT", ""},
 		{16, "symbol=ETHUSDT", ""},
 		{17, "symbol=BTCUSDT&startTime=0&endTime=99999999999999&limit=3&page=2", ""},
