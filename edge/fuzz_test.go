@@ -1,12 +1,7 @@
 package edge
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"net"
-	"strconv"
 	"testing"
 	"time"
 
@@ -67,38 +62,9 @@ func TestFuzzRoutesCover(t *testing.T) {
 	}
 }
 
-// fuzzCtx builds a request signed as the demo user over exactly what the
-// server will read (rawURI), so that whatever the query holds, the
-// request gets past authentication to the endpoint; an admin request
-// carries adminToken instead.
-func fuzzCtx(method, uri string, body []byte, admin bool, adminToken []byte) *fasthttp.RequestCtx {
-	var req fasthttp.Request
-	req.Header.SetMethod(method)
-	req.SetRequestURI(uri)
-	req.Header.SetContentType("application/json")
-	req.SetBody(body)
-	ctx := &fasthttp.RequestCtx{}
-	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}, nil)
-	if admin {
-		ctx.Request.Header.SetBytesV("X-Admin-Token", adminToken)
-		return ctx
-	}
-	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	m := hmac.New(sha256.New, []byte("demo-secret"))
-	m.Write([]byte(ts + method))
-	m.Write(rawURI(ctx))
-	m.Write(body)
-	h := &ctx.Request.Header
-	h.Set("ACCESS-KEY", "weex_demo_key")
-	h.Set("ACCESS-SIGN", base64.StdEncoding.EncodeToString(m.Sum(nil)))
-	h.Set("ACCESS-PASSPHRASE", "demo-pass")
-	h.Set("ACCESS-TIMESTAMP", ts)
-	return ctx
-}
-
 // FuzzREST drives the whole REST surface, and the admin API, in memory
 // with what the fuzzer makes of an endpoint, a query and a body, signed as
-// the demo user (or with the admin token):
+// the demo user by signedCtx (or with the admin token):
 // routing, argument and body decoding, the engine through the real journal
 // (fsyncs included), and encoding. Every answer must be JSON with a status
 // below 500 (a panic in a handler answers 500; one in a shard kills the
@@ -154,11 +120,14 @@ func FuzzREST(f *testing.F) {
 		if query != "" {
 			uri += "?" + query
 		}
-		ctx := fuzzCtx(r.method, uri, body, r.admin, s.adminToken)
+		var ctx *fasthttp.RequestCtx
 		before := state(t)
 		if r.admin {
+			ctx = requestCtx(r.method, uri, string(body))
+			ctx.Request.Header.SetBytesV("X-Admin-Token", s.adminToken)
 			s.serveAdmin(ctx)
 		} else {
+			ctx = signedCtx(r.method, uri, string(body))
 			s.serveREST(ctx)
 		}
 		status, out := ctx.Response.StatusCode(), ctx.Response.Body()

@@ -68,7 +68,7 @@ import (
 // The top is bounded by the answer time it adds: a client with n connections
 // gets at most n / latency answers per second.
 type syncPace struct {
-	commits atomic.Int64 // synced commits so far
+	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them
 	at      atomic.Int64 // when the rate was last sampled (nanotime)
 	seen    atomic.Int64 // commits at that sample
@@ -87,7 +87,9 @@ const (
 	paceLoadHigh = 32000
 )
 
-// commit counts one synced commit of n commands.
+// commit counts one applied segment of n commands. Unpaced, a segment is
+// its own synced commit unless the shard still has batches in flight;
+// paced, the committer merges them.
 func (p *syncPace) commit(n int) {
 	p.commits.Add(1)
 	p.cmds.Add(int64(n))
