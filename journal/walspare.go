@@ -48,6 +48,7 @@ type journalFS struct {
 	max        int64
 	logf       func(string, ...any)
 	pacer      tablePacer // flushes' and compactions' writes (tablepace.go)
+	syncer     *asyncSync // WALs' data syncs (walsync.go)
 
 	mu      sync.Mutex
 	ready   bool  // a spare is in place
@@ -78,7 +79,7 @@ var errSpareStopped = errors.New("stopped")
 // crash, is filled up into the next).
 func newJournalFS(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (*journalFS, error) {
 	w := &journalFS{FS: fs, spare: fs.PathJoin(dir, "journal-wal-spare"), max: max, logf: logf,
-		next: spareFirst, stop: make(chan struct{})}
+		next: spareFirst, stop: make(chan struct{}), syncer: newAsyncSync()}
 	w.tmp = w.spare + ".tmp"
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func (w *journalFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, er
 	case !strings.HasSuffix(name, ".log"):
 		return w.FS.Create(name, cat)
 	}
-	return w.newWAL("", name, cat)
+	return w.wal(w.newWAL("", name, cat))
 }
 
 // ReuseForWrite is Pebble recycling an old WAL for a new one. The first
@@ -120,7 +121,15 @@ func (w *journalFS) ReuseForWrite(old, name string, cat vfs.DiskWriteCategory) (
 	if !strings.HasSuffix(name, ".log") {
 		return w.FS.ReuseForWrite(old, name, cat)
 	}
-	return w.newWAL(old, name, cat)
+	return w.wal(w.newWAL(old, name, cat))
+}
+
+// wal gives a WAL file its syncer.
+func (w *journalFS) wal(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return walFile{File: f, s: w.syncer}, nil
 }
 
 // newWAL opens the WAL name: on the spare, or else on old (recycled) or a
@@ -243,4 +252,5 @@ func (w *journalFS) write(size int64, pause time.Duration) (got int64, err error
 func (w *journalFS) close() {
 	close(w.stop)
 	w.wg.Wait()
+	w.syncer.close()
 }
