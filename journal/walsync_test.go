@@ -72,5 +72,5 @@ type pipeFile struct {
 	f *os.File
 }
 
-func (p pipeFile) Fd() uintptr      { return p.f.Fd() }
+func (p pipeFile) Fd() uintptr     { return p.f.Fd() }
 func (p pipeFile) SyncData() error { return p.f.Sync() }
