@@ -49,6 +49,7 @@ type journalFS struct {
 	logf       func(string, ...any)
 	pacer      tablePacer // flushes' and compactions' writes (tablepace.go)
 	syncer     *asyncSync // WALs' data syncs (walsync.go)
+	spareSync  *asyncSync // the spare writer's, apart so as not to queue behind a WAL's
 
 	mu      sync.Mutex
 	ready   bool  // a spare is in place
@@ -79,7 +80,8 @@ var errSpareStopped = errors.New("stopped")
 // crash, is filled up into the next).
 func newJournalFS(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (*journalFS, error) {
 	w := &journalFS{FS: fs, spare: fs.PathJoin(dir, "journal-wal-spare"), max: max, logf: logf,
-		next: spareFirst, stop: make(chan struct{}), syncer: newAsyncSync()}
+		next: spareFirst, stop: make(chan struct{}),
+		syncer: newAsyncSync(), spareSync: newAsyncSync()}
 	w.tmp = w.spare + ".tmp"
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -240,7 +242,7 @@ func (w *journalFS) write(size int64, pause time.Duration) (got int64, err error
 		if _, err := f.WriteAt(zeros, got); err != nil {
 			return 0, err
 		}
-		if err := f.SyncData(); err != nil {
+		if err := w.spareSync.syncData(f); err != nil {
 			return 0, err
 		}
 		time.Sleep(pause)
@@ -253,4 +255,5 @@ func (w *journalFS) close() {
 	close(w.stop)
 	w.wg.Wait()
 	w.syncer.close()
+	w.spareSync.close()
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// TestAsyncSync: a WAL's data syncs go through AIO (counted), each one
+// TestAsyncSync: a WAL's data syncs, and the spare writer's, go through
+// AIO (counted), each one
 // completes and is reaped (a second sync after the first neither returns
 // early nor hangs), and a file the kernel cannot fsync gets its error, not
 // a hang: AIO refuses it and the sync in place reports it.
@@ -25,6 +26,9 @@ func TestAsyncSync(t *testing.T) {
 		t.Skip("Linux AIO unavailable here: WAL syncs are made in place")
 	}
 	waitSpare(t, w)
+	if w.spareSync.count() == 0 {
+		t.Fatal("the spare was written without syncs through AIO")
+	}
 	f, err := w.Create(filepath.Join(dir, "000001.log"), "pebble-wal")
 	if err != nil {
 		t.Fatal(err)
@@ -36,8 +40,8 @@ func TestAsyncSync(t *testing.T) {
 		if err := f.SyncData(); err != nil {
 			t.Fatal(err)
 		}
-		if w.syncer.n != i {
-			t.Fatalf("after %d syncs, %d went through AIO", i, w.syncer.n)
+		if n := w.syncer.count(); n != i {
+			t.Fatalf("after %d syncs, %d went through AIO", i, n)
 		}
 	}
 	if err := f.Close(); err != nil {
@@ -63,6 +67,13 @@ func TestAsyncSync(t *testing.T) {
 	if err := w.syncer.syncData(pipeFile{f: wp}); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("syncing a pipe: %v, want EINVAL", err)
 	}
+}
+
+// count returns how many syncs went through AIO.
+func (s *asyncSync) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // pipeFile is a vfs.File on a pipe, which has no fsync: only Fd and
