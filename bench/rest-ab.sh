@@ -5,8 +5,10 @@
 # Each run starts the server on an empty data directory, creates 100 users
 # with 500 resting orders per market and warms up at 15,000 req/s for 5 s
 # (loadgen), then offers RATE req/s for 10 s and prints the generator's
-# p50 / p99 / p99.9 / max (ms) and the server's CPU ticks (1/100 s, user +
-# system) over those 10 s.
+# p50 / p99 / p99.9 / max (ms), the server's CPU ticks (1/100 s, user +
+# system) over those 10 s, and the whole machine's (user + nice + system +
+# irq + softirq from /proc/stat: the generator, and kernel threads such as
+# the worker that runs an AIO fdatasync, which the server's ticks miss).
 #
 # usage: bench/rest-ab.sh "BIN_A BIN_B" RATE [ROUNDS]   (default 6 rounds, ~40 s each)
 # A BIN may be a wrapper that execs the server with another environment,
@@ -45,12 +47,14 @@ while [ "$round" -le "$rounds" ]; do
 		done
 		gen -populate 500 -rate 15000 -duration 5s >/dev/null 2>&1
 		c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		m0=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)
 		res=$(gen -rate "$rate" -duration 10s 2>&1 | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {printf "achieved %s p50 %s p99 %s p99.9 %s max %s", $2, $6, $7, $8, $9}')
 		c1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+		m1=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)
 		kill -INT "$pid"
 		wait "$pid" 2>/dev/null || true
 		pid=
-		echo "$round $b $res ticks $((c1 - c0))"
+		echo "$round $b $res ticks $((c1 - c0)) machine $((m1 - m0))"
 	done
 	round=$((round + 1))
 done

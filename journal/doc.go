@@ -38,8 +38,10 @@
 //
 // Pebble writes through a journalFS (walspare.go): every WAL file it creates
 // is a file of zeros written and synced ahead, so the WAL's fdatasyncs
-// overwrite blocks rather than append; and its flushes and compactions
-// write at a paced rate (tablepace.go).
+// overwrite blocks rather than append; those fdatasyncs, and the spare
+// writer's, go through Linux AIO so the syncing goroutine parks instead of
+// holding a thread (walsync.go); and its flushes and compactions write at a
+// paced rate (tablepace.go).
 //
 // # Keys
 //

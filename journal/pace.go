@@ -50,9 +50,12 @@ import (
 //     saturation 17,082/s).
 //
 // The gap grows with the command rate, from paceGap at paceLoadLow
-// commands/s to paceGapMax at paceLoadHigh and above: each sync costs the
-// server ~0.2 ms of CPU (the WAL write and fdatasync, and waking the
-// committer, Pebble's log writer and every shard), which near saturation is
+// commands/s to paceGapMax at paceLoadHigh and above: each sync cost the
+// server ~0.2 ms of CPU when this was measured (the WAL write and
+// fdatasync, and waking the committer, Pebble's log writer and every
+// shard; since the fdatasync went through AIO, walsync.go, part of it is a
+// kernel worker's and the server's own CPU fell 13-17% at 14,400-17,000
+// requests/s, the machine's 3-6%), which near saturation is
 // CPU the requests need, while a longer wait for the sync is small beside
 // the queueing there. Measured with the loadgen on a fresh server (8
 // markets, 8 s at 28,000 orders/s, interleaved): the server's CPU was 6 of 6
