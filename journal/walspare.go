@@ -80,12 +80,12 @@ var errSpareStopped = errors.New("stopped")
 // crash, is filled up into the next).
 func newJournalFS(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (*journalFS, error) {
 	w := &journalFS{FS: fs, spare: fs.PathJoin(dir, "journal-wal-spare"), max: max, logf: logf,
-		next: spareFirst, stop: make(chan struct{}),
-		syncer: newAsyncSync(), spareSync: newAsyncSync()}
+		next: spareFirst, stop: make(chan struct{})}
 	w.tmp = w.spare + ".tmp"
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	w.syncer, w.spareSync = newAsyncSync(), newAsyncSync()
 	if st, err := fs.Stat(w.spare); err == nil {
 		w.size, w.ready = st.Size(), true
 	} else if size, err := w.write(w.next, 0); err != nil { // nothing to share the disk with yet
