@@ -96,8 +96,12 @@ func (s *asyncSync) syncData(f vfs.File) error {
 		if e == syscall.EINTR {
 			continue
 		}
-		if e != 0 {
-			return e
+		if e != 0 || n == 1 && s.done[0].obj != uint64(uintptr(unsafe.Pointer(&s.cb))) {
+			// An error, or the event of another request: which sync is
+			// done is no longer known. Stop using the context (destroying
+			// it waits for what is in flight) and sync in place.
+			s.closeLocked()
+			return f.SyncData()
 		}
 		if n == 1 {
 			break
@@ -114,6 +118,12 @@ func (s *asyncSync) syncData(f vfs.File) error {
 func (s *asyncSync) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeLocked()
+}
+
+// closeLocked destroys the context, after what is in flight on it, and
+// leaves later syncs in place. s.mu is held.
+func (s *asyncSync) closeLocked() {
 	if s.ctx != 0 {
 		syscall.Syscall(unix.SYS_IO_DESTROY, s.ctx, 0, 0)
 		s.ev.Close()
