@@ -16,6 +16,7 @@ import (
 )
 
 func main() {
+	reexecForSysmon()
 	configPath := flag.String("config", "", "config JSON file (default: the embedded demo config)")
 	dataDir := flag.String("data", "./data", "data directory (journal and snapshots)")
 	listen := flag.String("listen", "127.0.0.1:8080", "REST address (spot and contract families)")
