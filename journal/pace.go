@@ -70,6 +70,16 @@ import (
 // 1.22 ms against 0.89 and 0.94; p99 2.96 and 2.23 ms against 4.12 and 3.05.
 // The top is bounded by the answer time it adds: a client with n connections
 // gets at most n / latency answers per second.
+//
+// The rise started at 16,000 commands/s until the server's CPU per request
+// fell (cmd/exchanged/sysmon.go: -14-16% at 19,200/s) and make bench's REST
+// saturation rose to 43,226/s (results/20261124-175852), which put its
+// half-saturation step at 21,625/s, on the slope (a ~1 ms gap). There,
+// with bench/rest-ab.sh, 6 interleaved rounds, a rise from 24,000 (so a
+// 750 us gap at that rate) against 16,000: p50 0.77-0.81 against 1.03-1.04
+// ms (6 of 6), p99 median 2.05 against 2.40 ms (lower in 5 of 6), for 8%
+// more CPU (server 1,056 against 977 ticks, machine 1,936 against 1,789).
+// Saturation is above paceLoadHigh either way, where the gap is the same.
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them
@@ -86,7 +96,7 @@ const (
 	paceRateOff  = 1500                    // ... and below which they stop (hysteresis)
 	paceGap      = 750 * time.Microsecond  // between sync starts while on, up to paceLoadLow
 	paceGapMax   = 1500 * time.Microsecond // ... from paceLoadHigh on
-	paceLoadLow  = 16000                   // commands/s
+	paceLoadLow  = 24000                   // commands/s
 	paceLoadHigh = 32000
 )
 
