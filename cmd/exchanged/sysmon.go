@@ -47,7 +47,7 @@ const sysmonSetting = "schedtrace=2147483647"
 // (the setting is there already, or the exec failed: the server then runs
 // as it is).
 func reexecForSysmon() {
-	cur, set := os.LookupEnv("GODEBUG") // the first GODEBUG, as the runtime reads it
+	cur := os.Getenv("GODEBUG") // the first GODEBUG, as the runtime reads it
 	if strings.Contains(cur, "schedtrace=") {
 		return
 	}
@@ -56,7 +56,7 @@ func reexecForSysmon() {
 		return
 	}
 	v := sysmonSetting
-	if set && cur != "" {
+	if cur != "" {
 		v += "," + cur
 	}
 	// One GODEBUG only: with two, Go reads the first, and the new process
