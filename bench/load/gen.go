@@ -396,6 +396,9 @@ func (w *worker) run(sch *Schedule, hardEnd time.Time) {
 			}
 			w.res.Windows[wi].Count++
 			w.res.Windows[wi].Max = max(w.res.Windows[wi].Max, lat)
+			if lat > SlowUs {
+				w.res.Windows[wi].Slow++
+			}
 		}
 		w.last = now
 		for {

@@ -203,4 +203,17 @@ func TestStallIsCharged(t *testing.T) {
 	if m := r.Max(); m < 190*time.Millisecond {
 		t.Errorf("max = %v, want >= 190ms", m)
 	}
+	// The delayed requests are answered together when the stall ends: the
+	// timeline's slow answers (over 2 ms) are about 200, nearly all in the
+	// one or two 100 ms windows the stall ended in, which miss a 2 ms p99.
+	slow, inWorst, met, windows := r.SlowSpread(2)
+	if slow < 150 || slow > r.Hist.TotalCount() {
+		t.Errorf("%d slow answers of %d, want about 200", slow, r.Hist.TotalCount())
+	}
+	if inWorst*10 < slow*9 {
+		t.Errorf("the 2 windows with the most slow answers hold %d of %d, want nearly all", inWorst, slow)
+	}
+	if met >= windows {
+		t.Errorf("2 ms p99 met in %d of %d windows with answers, want the stall's to miss it", met, windows)
+	}
 }
