@@ -325,6 +325,12 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 	if s.rest != nil {
 		s.rest.ShutdownWithContext(ctx)
 		s.admin.ShutdownWithContext(ctx)
+		// A Serve goroutine that had not reached fasthttp's Serve yet (a
+		// signal right after ready) registered no listener for fasthttp's
+		// Shutdown to close, and would accept forever: closing them here
+		// makes it return (a second close is harmless).
+		s.restLn.Close()
+		s.adminLn.Close()
 		s.serveWG.Wait()
 	}
 	return s.node.Close()

@@ -1,0 +1,39 @@
+package edge
+
+import (
+	"testing"
+	"time"
+)
+
+// TestShutdownRightAfterServe stops the server as a signal right after
+// "ready" does: Serve's goroutines may not have reached fasthttp's Serve
+// yet, so fasthttp's Shutdown has no listener to close, and a Serve that
+// starts after it would accept forever. exchanged once hung 30 s so
+// (TestSysmonSetting, on a fresh clone).
+func TestShutdownRightAfterServe(t *testing.T) {
+	cfg, err := ParseConfig(DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := 0; i < 20; i++ {
+		s, err := Open(Options{Config: cfg, DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Listen("127.0.0.1:0", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		s.Serve()
+		done := make(chan error, 1)
+		go func() { done <- s.Shutdown(5 * time.Second) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("round %d: shutdown: %v", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Shutdown right after Serve did not return in 20 s", i)
+		}
+	}
+}
