@@ -27,8 +27,11 @@ type Options struct {
 	GoBin     string
 	ServerBin string // built server binary
 	Self      string // this executable, re-run with -serve-bare for the bare target
-	Command   string // how the run was started, for the report
-	Quick     bool
+	// ServerCPUs is the CPU list the server and the bare target each run
+	// on ("": anywhere); the generator runs anywhere.
+	ServerCPUs string
+	Command    string // how the run was started, for the report
+	Quick      bool
 
 	Seed     uint64
 	Users    int
@@ -230,6 +233,9 @@ func runREST(r *Run) error {
 		return err
 	}
 	args := []string{"-config", cfgPath, "-data", dataDir, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}
+	if o.ServerCPUs != "" {
+		args = append(args, "-cpus", o.ServerCPUs)
+	}
 	r.ServerArgs = filepath.Base(o.ServerBin) + " " + strings.ReplaceAll(shellJoin(args), token, "<token>")
 	r.ServerLog = "server.log"
 	fmt.Fprintf(pr, "bench: starting %s (data in %s, %s)\n", o.ServerBin, dataDir, r.DataFS)
@@ -286,7 +292,12 @@ func runBare(r *Run) error {
 	turn.take()
 	defer turn.give()
 	fmt.Fprintf(pr, "bench: starting the bare fasthttp target\n")
-	p, err := StartProc(o.Self, []string{"-serve-bare", "127.0.0.1:0"}, filepath.Join(r.Dir, "bare.log"), 30*time.Second)
+	cpus := o.ServerCPUs
+	if cpus == "" {
+		cpus = "all"
+	}
+	args := []string{"-serve-bare", "127.0.0.1:0", "-server-cpus", cpus}
+	p, err := StartProc(o.Self, args, filepath.Join(r.Dir, "bare.log"), 30*time.Second)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,11 @@ func writeReport(r *Run) (string, error) {
 		t.Add("server", "`"+r.ServerArgs+"` (config: ["+r.ConfigFile+"]("+r.ConfigFile+"), rate limits disabled; log: ["+r.ServerLog+"]("+r.ServerLog+"))")
 	}
 	t.Add("bare target", "`benchrun -serve-bare`: a fasthttp.Server whose handler only answers 200 `{\"orderId\":\"1\"}`, same generator, same requests")
+	if o.ServerCPUs != "" {
+		t.Add("CPUs", "the server and the bare target each on CPUs "+o.ServerCPUs+" (`-cpus`; GOMAXPROCS follows), the generator on any (`-server-cpus`: bench/README.md)")
+	} else {
+		t.Add("CPUs", "the server, the bare target and the generator on any CPU (`-server-cpus all`)")
+	}
 	for _, n := range r.Setup {
 		t.Add("setup", n)
 	}

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/weexcore/exchange/edge"
+	"github.com/weexcore/exchange/internal/affinity"
 )
 
 func main() {
-	reexecForSysmon()
 	configPath := flag.String("config", "", "config JSON file (default: the embedded demo config)")
 	dataDir := flag.String("data", "./data", "data directory (journal and snapshots)")
 	listen := flag.String("listen", "127.0.0.1:8080", "REST address (spot and contract families)")
@@ -25,7 +25,20 @@ func main() {
 	recvWindow := flag.Duration("recv-window", 30*time.Second, "accepted clock difference of ACCESS-TIMESTAMP")
 	shards := flag.Int("shards", 0, "market shards for a new data directory (0: one per CPU)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
+	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs that many processors")
 	flag.Parse()
+	if *cpus != "" {
+		// Before the re-execution: the new process inherits the set and
+		// sizes GOMAXPROCS by it.
+		set, err := affinity.Parse(*cpus)
+		if err == nil {
+			err = affinity.Restrict(set)
+		}
+		if err != nil {
+			log.Fatalf("-cpus: %v", err)
+		}
+	}
+	reexecForSysmon()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

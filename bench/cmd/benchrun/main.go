@@ -23,6 +23,7 @@ import (
 
 	"github.com/weexcore/exchange/bench/load"
 	"github.com/weexcore/exchange/bench/suite"
+	"github.com/weexcore/exchange/internal/affinity"
 )
 
 func main() {
@@ -60,10 +61,21 @@ func main() {
 	skipREST := flag.Bool("skip-rest", false, "skip the REST load against the server")
 	skipBare := flag.Bool("skip-bare", false, "skip the bare fasthttp load")
 	serveBare := flag.String("serve-bare", "", "serve the bare fasthttp target on ADDR (internal)")
+	serverCPUs := flag.String("server-cpus", "half", "CPUs the server and the bare target each run on: a CPU list such as 0 or 0-3, half (the first half of this process's CPUs; the generator shares them all) or all (bench/README.md: why)")
 	flag.Parse()
 	log.SetFlags(0)
 
+	cpus, err := resolveCPUs(*serverCPUs)
+	if err != nil {
+		log.Fatalf("-server-cpus: %v", err)
+	}
 	if *serveBare != "" {
+		if cpus != "" {
+			set, _ := affinity.Parse(cpus) // resolveCPUs checked it
+			if err := affinity.Restrict(set); err != nil {
+				log.Fatalf("-server-cpus: %v", err)
+			}
+		}
 		ln, err := net.Listen("tcp", *serveBare)
 		if err != nil {
 			log.Fatal(err)
@@ -115,8 +127,9 @@ func main() {
 	defer cancel()
 	o := suite.Options{
 		Repo: root, Out: outDir, GoBin: suite.LookGo(), ServerBin: srv, Self: self,
-		Command: strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
-		Quick:   *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
+		ServerCPUs: cpus,
+		Command:    strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
+		Quick:      *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
 		Place: *place, Take: *take, Populate: *populate,
 		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine, Retry: *retry,
 			Duration: *step, HalfDur: *halfStep, Pause: *pause,
@@ -150,4 +163,23 @@ func symbols() string {
 		s = append(s, m.Symbol)
 	}
 	return strings.Join(s, ",")
+}
+
+// resolveCPUs turns -server-cpus into a CPU list ("": no restriction).
+func resolveCPUs(v string) (string, error) {
+	switch v {
+	case "all":
+		return "", nil
+	case "half":
+		set, err := affinity.Half()
+		if err != nil {
+			return "", err
+		}
+		return affinity.Format(set), nil
+	}
+	set, err := affinity.Parse(v)
+	if err != nil {
+		return "", err
+	}
+	return affinity.Format(set), nil
 }
