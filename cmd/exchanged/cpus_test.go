@@ -1,11 +1,13 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/weexcore/exchange/internal/affinity"
 )
 
 // TestCPUsFlag: -cpus keeps every thread of the server on the list (the
@@ -13,21 +15,14 @@ import (
 // list stops it at start with a message naming the flag.
 func TestCPUsFlag(t *testing.T) {
 	s := startServer(t, "", "-cpus", "0")
-	pid := strconv.Itoa(s.cmd.Process.Pid)
-	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	var cpu0 unix.CPUSet
+	cpu0.Set(0)
+	off, err := affinity.Off(s.cmd.Process.Pid, cpu0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, task := range tasks {
-		b, err := os.ReadFile("/proc/" + pid + "/task/" + task.Name() + "/status")
-		if err != nil {
-			continue // exited
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) != "0" {
-				t.Errorf("thread %s: Cpus_allowed_list %s, want 0", task.Name(), strings.TrimSpace(v))
-			}
-		}
+	if len(off) > 0 {
+		t.Errorf("threads %v of the server are not on CPU 0", off)
 	}
 	if got := godebugOf(t, s); got != sysmonSetting {
 		t.Errorf("GODEBUG = %q, want %q: the re-execution kept the set", got, sysmonSetting)

@@ -117,38 +117,52 @@ func Restrict(set unix.CPUSet) error {
 // restrictThreads sets the affinity of each thread not on set yet and
 // returns how many it moved.
 func restrictThreads(set unix.CPUSet) (int, error) {
-	tasks, err := os.ReadDir("/proc/self/task")
+	off, err := Off(0, set)
 	if err != nil {
 		return 0, err
 	}
-	moved := 0
+	for _, tid := range off {
+		switch err := unix.SchedSetaffinity(tid, &set); {
+		case errors.Is(err, unix.ESRCH):
+			continue // the thread has exited
+		case errors.Is(err, unix.EINVAL):
+			return 0, fmt.Errorf("CPUs %s: none of them is available here (online: %s)", Format(set), online())
+		case err != nil:
+			return 0, fmt.Errorf("CPUs %s: %w", Format(set), err)
+		}
+		// The kernel keeps the CPUs of the set it can use, silently.
+		var cur unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &cur); err == nil && cur != set {
+			return 0, fmt.Errorf("CPUs %s: only %s of them are available here (online: %s)", Format(set), Format(cur), online())
+		}
+	}
+	return len(off), nil
+}
+
+// Off returns the threads of process pid (0: this one) whose affinity is
+// not set; threads that exit meanwhile are left out.
+func Off(pid int, set unix.CPUSet) ([]int, error) {
+	dir := "/proc/self/task"
+	if pid != 0 {
+		dir = "/proc/" + strconv.Itoa(pid) + "/task"
+	}
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var off []int
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
 			continue
 		}
 		var cur unix.CPUSet
-		if err := unix.SchedGetaffinity(tid, &cur); err == nil && cur == set {
+		if err := unix.SchedGetaffinity(tid, &cur); errors.Is(err, unix.ESRCH) || err == nil && cur == set {
 			continue
-		} else if errors.Is(err, unix.ESRCH) {
-			continue // the thread has exited
 		}
-		switch err := unix.SchedSetaffinity(tid, &set); {
-		case err == nil:
-			moved++
-		case errors.Is(err, unix.ESRCH):
-			continue
-		case errors.Is(err, unix.EINVAL):
-			return 0, fmt.Errorf("CPUs %s: none of them is available here (online: %s)", Format(set), online())
-		default:
-			return 0, fmt.Errorf("CPUs %s: %w", Format(set), err)
-		}
-		// The kernel keeps the CPUs of the set it can use, silently.
-		if err := unix.SchedGetaffinity(tid, &cur); err == nil && cur != set {
-			return 0, fmt.Errorf("CPUs %s: only %s of them are available here (online: %s)", Format(set), Format(cur), online())
-		}
+		off = append(off, tid)
 	}
-	return moved, nil
+	return off, nil
 }
 
 // online returns the machine's online CPUs, for messages.

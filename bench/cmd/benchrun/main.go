@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/weexcore/exchange/bench/load"
 	"github.com/weexcore/exchange/bench/suite"
 	"github.com/weexcore/exchange/internal/affinity"
@@ -70,9 +72,8 @@ func main() {
 		log.Fatalf("-server-cpus: %v", err)
 	}
 	if *serveBare != "" {
-		if cpus != "" {
-			set, _ := affinity.Parse(cpus) // resolveCPUs checked it
-			if err := affinity.Restrict(set); err != nil {
+		if cpus.Count() > 0 {
+			if err := affinity.Restrict(cpus); err != nil {
 				log.Fatalf("-server-cpus: %v", err)
 			}
 		}
@@ -127,7 +128,7 @@ func main() {
 	defer cancel()
 	o := suite.Options{
 		Repo: root, Out: outDir, GoBin: suite.LookGo(), ServerBin: srv, Self: self,
-		ServerCPUs: cpus,
+		ServerCPUs: affinity.Format(cpus),
 		Command:    strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
 		Quick:      *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
 		Place: *place, Take: *take, Populate: *populate,
@@ -165,21 +166,13 @@ func symbols() string {
 	return strings.Join(s, ",")
 }
 
-// resolveCPUs turns -server-cpus into a CPU list ("": no restriction).
-func resolveCPUs(v string) (string, error) {
+// resolveCPUs turns -server-cpus into a CPU set (empty: no restriction).
+func resolveCPUs(v string) (unix.CPUSet, error) {
 	switch v {
 	case "all":
-		return "", nil
+		return unix.CPUSet{}, nil
 	case "half":
-		set, err := affinity.Half()
-		if err != nil {
-			return "", err
-		}
-		return affinity.Format(set), nil
+		return affinity.Half()
 	}
-	set, err := affinity.Parse(v)
-	if err != nil {
-		return "", err
-	}
-	return affinity.Format(set), nil
+	return affinity.Parse(v)
 }
