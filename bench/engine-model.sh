@@ -12,8 +12,9 @@
 # miss counts as the hardware's).
 #
 # The counters are zeroed before each replay call and dumped after it; the
-# timed commands are the last calls' (chunks of 65,536), so the numbers are
-# per command of the timed part, warm-up and book setup left out.
+# timed commands are the last calls' (chunks of 1,048,576: mixedChunk in
+# engine/alloc_test.go), so the numbers are per command of the timed part,
+# warm-up and book setup left out.
 #
 # usage: bench/engine-model.sh [commands]        (default 100000; 1-6 min here)
 #        PGO=1 bench/engine-model.sh             (built with the server's profile)
@@ -41,7 +42,7 @@ rm -f "$out"/callgrind.out*
 	--callgrind-out-file="$out/callgrind.out" ./engine.test -test.run '^$' -test.bench 'Mixed$' \
 	-test.benchtime "${n}x" >/dev/null 2>&1)
 dumps=$(ls "$out"/callgrind.out.* | wc -l)
-chunks=$(( (n + 65535) / 65536 ))
+chunks=$(( (n + 1048575) / 1048576 ))
 i=$((dumps - chunks + 1))
 files=""
 while [ $i -le "$dumps" ]; do
