@@ -43,7 +43,7 @@ func main() {
 	start := flag.Float64("start", 1000, "first offered rate, req/s")
 	factor := flag.Float64("factor", 1.5, "rate multiplier between passing steps")
 	maxRate := flag.Float64("max-rate", 200000, "highest rate offered")
-	refine := flag.Int("refine", 2, "bisection steps after the first failing rate")
+	refine := flag.Int("refine", 3, "bisection steps after the first failing rate (3: the saturation is found within ~6% of the rate, where ×1.5 steps and 2 bisections left ~12%)")
 	retry := flag.Bool("retry", true, "run a failing step once more before accepting the failure (both are reported)")
 	step := flag.Duration("step", 5*time.Second, "length of each rate step")
 	halfStep := flag.Duration("half-step", 10*time.Second, "length of the half-saturation step")
