@@ -297,14 +297,15 @@ type mixedStream struct {
 }
 
 // mixedChunk is how many commands are generated, then applied, at a time
-// (up to 120 MiB of them). Generating a chunk runs a second engine with its own
-// 10k-order book on this core and writes the chunk, which evicts the
-// measured engine's book from the caches: the first commands of each timed
-// chunk then miss where the stream itself would not. With chunks of 1 << 16
-// that cost was ~7 ns of BenchmarkMixed's ns/op (10 interleaved rounds of
-// 10M commands: medians 106.6 against 99.1 ns/op with 1 << 20, pairwise
-// median -7.2, lower in 10 of 10); with 1 << 20 it is spread over 16 times
-// as many commands.
+// (up to 120 MiB of them). Generating a chunk runs a second engine with its
+// own 10k-order book on this core and writes the chunk, which (most likely:
+// this VM has no cache counters) evicts the measured engine's book from the
+// caches, so the first commands of each timed chunk miss where the stream
+// itself would not. The stream and its end state do not depend on the chunk
+// size; the time did. With chunks of 1 << 16 that cost was ~7 ns of
+// BenchmarkMixed's ns/op (10 interleaved rounds of 10M commands: medians
+// 106.6 against 99.1 ns/op with 1 << 20, pairwise median -7.2, lower in 10
+// of 10); with 1 << 20 it is spread over 16 times as many commands.
 const mixedChunk = 1 << 20
 
 func newMixedStream(b *testing.B) *mixedStream {
