@@ -308,15 +308,18 @@ type mixedStream struct {
 // of 10); with 1 << 20 it is spread over 16 times as many commands.
 const mixedChunk = 1 << 20
 
+// mixedWarmChunk is the size of the warm-up's chunks (untimed).
+const mixedWarmChunk = 50_000
+
 func newMixedStream(b *testing.B) *mixedStream {
-	// room for the largest chunk this run generates (the warm-up's included)
-	room := max(50_000, min(b.N, mixedChunk))
+	// room for the largest chunk this run generates, the warm-up's included
+	room := max(mixedWarmChunk, min(b.N, mixedChunk))
 	s := &mixedStream{gen: newBench(b, 1000), run: newBench(b, 1000), cmds: make([]engine.Cmd, 0, room)}
 	s.gen.rec = &s.cmds
 	s.mx = mixedOn(s.gen, 10_000) // the book's setup is recorded too
 	s.run.replay(s.cmds)
 	for range 4 { // warm-up: 200k commands
-		s.next(50_000)
+		s.next(mixedWarmChunk)
 		s.run.replay(s.cmds)
 	}
 	return s
