@@ -61,7 +61,8 @@ func TestTablePacer(t *testing.T) {
 
 // TestTablePacerSeesPebbleFlush: a memtable flush of a serving node goes
 // through the pacer, so Pebble still creates its tables with the write
-// category the pacer looks for.
+// category the pacer looks for, and syncs them through AIO (pacedFile's
+// SyncData, which Pebble must still call to finish a table).
 func TestTablePacerSeesPebbleFlush(t *testing.T) {
 	n, err := Open(testOptions(t, t.TempDir()))
 	if err != nil {
@@ -78,11 +79,14 @@ func TestTablePacerSeesPebbleFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	ReleaseRequest(r)
-	before := n.fs.pacer.paced.Load()
+	before, syncs := n.fs.pacer.paced.Load(), n.fs.tableSync.count()
 	if err := n.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got := n.fs.pacer.paced.Load() - before; got <= 0 {
 		t.Fatalf("a memtable flush wrote %d bytes through the pacer; want its table", got)
+	}
+	if n.fs.tableSync.ctx != 0 && n.fs.tableSync.count() == syncs {
+		t.Fatal("a memtable flush synced its table without AIO")
 	}
 }

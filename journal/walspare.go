@@ -50,6 +50,7 @@ type journalFS struct {
 	pacer      tablePacer // flushes' and compactions' writes (tablepace.go)
 	syncer     *asyncSync // WALs' data syncs (walsync.go)
 	spareSync  *asyncSync // the spare writer's, apart so as not to queue behind a WAL's
+	tableSync  *asyncSync // flushes' and compactions' table and blob files'
 
 	mu      sync.Mutex
 	ready   bool  // a spare is in place
@@ -85,7 +86,7 @@ func newJournalFS(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	w.syncer, w.spareSync = newAsyncSync(), newAsyncSync()
+	w.syncer, w.spareSync, w.tableSync = newAsyncSync(), newAsyncSync(), newAsyncSync()
 	if st, err := fs.Stat(w.spare); err == nil {
 		w.size, w.ready = st.Size(), true
 	} else if size, err := w.write(w.next, 0); err != nil { // nothing to share the disk with yet
@@ -106,7 +107,7 @@ func (w *journalFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, er
 		if err != nil {
 			return nil, err
 		}
-		return pacedFile{File: f, p: &w.pacer, compaction: cat == catCompaction}, nil
+		return pacedFile{File: f, p: &w.pacer, s: w.tableSync, compaction: cat == catCompaction}, nil
 	case !strings.HasSuffix(name, ".log"):
 		return w.FS.Create(name, cat)
 	}
@@ -256,4 +257,5 @@ func (w *journalFS) close() {
 	w.wg.Wait()
 	w.syncer.close()
 	w.spareSync.close()
+	w.tableSync.close()
 }

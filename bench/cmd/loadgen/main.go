@@ -42,6 +42,7 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Second, "per-request timeout")
 	hgrm := flag.String("hgrm", "", "directory to write each step's percentile distribution (.hgrm)")
 	serveBare := flag.String("serve-bare", "", "serve the bare 200-only fasthttp target on this address and do nothing else")
+	timeline := flag.Duration("timeline", 0, "after each step, print its timeline in slices of this length (answers, those over 2 ms, max; 0: none)")
 	cpuProfile := flag.String("cpuprofile", "", "write the generator's CPU profile to this file")
 	flag.Parse()
 	log.SetFlags(0)
@@ -109,6 +110,11 @@ func main() {
 		for _, k := range r.ErrorKeys() {
 			e := r.Errors[k]
 			fmt.Printf("    %8d  %s  e.g. %s\n", e.Count, k, e.Sample)
+		}
+		if *timeline > 0 {
+			for _, l := range load.Timeline(r, *timeline) {
+				fmt.Println("   ", l)
+			}
 		}
 		if *hgrm != "" {
 			name := filepath.Join(*hgrm, fmt.Sprintf("loadgen-%.0f.hgrm", rate))
