@@ -87,7 +87,7 @@ func open(o Options) (*Node, error) {
 		// A drained batch of 4096 commands with their history rows is a few
 		// MB: with the 4 MB default every such batch would be flushed to L0
 		// on its own and compactions would eat the CPU the shards need.
-		MemTableSize:                64 << 20,
+		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       24,
 	}
@@ -141,10 +141,10 @@ func open(o Options) (*Node, error) {
 	x.db = db
 	if sp := x.fs; sp != nil {
 		sp.wg.Add(1)
-		go x.watchL0(sp)
+		go x.watchBacklog(sp)
 	}
 	if err := x.start(); err != nil {
-		x.closeFS() // first: it stops watchL0, which reads db
+		x.closeFS() // first: it stops watchBacklog, which reads db
 		db.Close()
 		return nil, err
 	}
@@ -154,9 +154,12 @@ func open(o Options) (*Node, error) {
 	return n, nil
 }
 
-// watchL0 samples L0's depth for sp's pacer of compactions (tablepace.go)
-// until sp is closed.
-func (x *impl) watchL0(sp *journalFS) {
+// memTableSize is Pebble's MemTableSize here.
+const memTableSize = 64 << 20
+
+// watchBacklog samples the memtables' size and L0's depth for sp's pacer
+// (tablepace.go) until sp is closed.
+func (x *impl) watchBacklog(sp *journalFS) {
 	defer sp.wg.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -170,7 +173,9 @@ func (x *impl) watchL0(sp *journalFS) {
 			continue
 		}
 		if x.db != nil {
-			sp.pacer.l0.Store(int32(x.db.Metrics().Levels[0].Sublevels))
+			m := x.db.Metrics()
+			sp.pacer.l0.Store(int32(m.Levels[0].Sublevels))
+			sp.pacer.mem.Store(int32((m.MemTable.Size + memTableSize - 1) / memTableSize))
 		}
 		x.dbMu.RUnlock()
 	}

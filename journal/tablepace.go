@@ -22,17 +22,31 @@ import (
 // before any flush) and 5.6 / 19 against 10.7 / 37 and 116 / 221. Flushes
 // alone paced: 68.9 / 171 and 7.7 / 33 against 141 / 237 and 32 / 67.
 //
+// The rate was 8 MB/s until the server stopped holding its P through
+// table syncs and unlinks (pacedFile.SyncData, remove.go); since, the
+// flush's own CPU is what its requests feel: at 16,800 req/s a 64 MB flush
+// (29 MB written) took CPU 0, the server's, from ~75% to 93-99% busy (1 s
+// samples of /proc/stat) in a slow phase of this VM. Halving the rate
+// halves that. Fresh server, 50 s at 16,800 req/s, one flush each,
+// interleaved, answers over 2 ms in the seconds the flush ran: 4 MB/s
+// 3,768 (2.04%), 6,409 (3.47%), 2,401 (1.43%); 8 MB/s 25,857 (25.65%),
+// 4,114 (4.08%), 17,492 (17.35%). The flush lasts twice as long (~8 s).
+//
 // Flushes need far less than the rate (at 25,000 req/s a 64 MB memtable
-// fills in ~15 s and flushes to ~25 MB). Compactions can need more as the
-// store grows, so they are paced only while L0 is shallow: from
-// l0PaceLimit sublevels on they run at full speed until Pebble catches up
-// (write stalls begin at L0StopWritesThreshold, 24).
+// fills in ~15 s and flushes to ~25 MB), but a burst can outrun it, so a
+// flush runs at full speed while the memtables hold more than
+// memPaceLimit memtables' worth (one flushing, one filling, and more
+// queued; writes stall at MemTableStopWritesThreshold, 4). Compactions can
+// need more as the store grows, so they are paced only while L0 is
+// shallow: from l0PaceLimit sublevels on they run at full speed until
+// Pebble catches up (write stalls begin at L0StopWritesThreshold, 24).
 //
 // Pacing is on only while the node serves: the flushes of a WAL replay at
 // open and of the memtable at close run at full speed.
 type tablePacer struct {
 	on    atomic.Bool
-	l0    atomic.Int32 // L0 sublevels, sampled by Node.watchL0
+	l0    atomic.Int32 // L0 sublevels, sampled by Node.watchBacklog
+	mem   atomic.Int32 // memtables' bytes in memTableSizes, rounded up, sampled by Node.watchBacklog
 	paced atomic.Int64 // bytes written through wait
 
 	mu   sync.Mutex
@@ -40,9 +54,21 @@ type tablePacer struct {
 }
 
 const (
-	tableWriteRate = 8_000_000 // bytes per second, flushes and compactions together
+	tableWriteRate = 4_000_000 // bytes per second, flushes and compactions together
 	l0PaceLimit    = 8
+	memPaceLimit   = 2
 )
+
+// paces says whether a flush's (or a compaction's) writes wait for the rate.
+func (p *tablePacer) paces(compaction bool) bool {
+	if !p.on.Load() {
+		return false
+	}
+	if compaction {
+		return p.l0.Load() < l0PaceLimit
+	}
+	return p.mem.Load() <= memPaceLimit
+}
 
 // The write categories Pebble creates flush and compaction outputs with
 // (not exported by Pebble; TestTablePacerSeesPebbleFlush fails if they
@@ -85,7 +111,7 @@ type pacedFile struct {
 func (f pacedFile) SyncData() error { return f.s.syncData(f.File) }
 
 func (f pacedFile) Write(b []byte) (int, error) {
-	if f.p.on.Load() && (!f.compaction || f.p.l0.Load() < l0PaceLimit) {
+	if f.p.paces(f.compaction) {
 		f.p.wait(len(b))
 	}
 	return f.File.Write(b)

@@ -10,9 +10,9 @@ import (
 	"github.com/weexcore/exchange/engine"
 )
 
-// TestTablePacer: while on, a flush's writes are paced at tableWriteRate,
-// and a compaction's too unless L0 is deep; off, nothing is; files that are
-// neither are never paced.
+// TestTablePacer: while on, a flush's writes are paced at tableWriteRate
+// unless memtables queue behind it, and a compaction's too unless L0 is
+// deep; off, nothing is; files that are neither are never paced.
 func TestTablePacer(t *testing.T) {
 	dir := t.TempDir()
 	w, err := newJournalFS(vfs.Default, dir, 1<<20, t.Logf)
@@ -44,9 +44,15 @@ func TestTablePacer(t *testing.T) {
 	}
 	w.pacer.on.Store(true)
 	d := write("000002.sst", catFlush, 16) // 1 MiB
-	if paced() != 1<<20 || d < time.Second/8-2*time.Millisecond {
-		t.Fatalf("flush: %d bytes paced in %v, want 1 MiB in at least %v", paced(), d, time.Second/8)
+	if want := time.Duration(1<<20) * time.Second / tableWriteRate; paced() != 1<<20 || d < want-2*time.Millisecond {
+		t.Fatalf("flush: %d bytes paced in %v, want 1 MiB in at least %v", paced(), d, want)
 	}
+	w.pacer.mem.Store(memPaceLimit + 1)
+	write("000006.sst", catFlush, 2)
+	if paced() != 1<<20 {
+		t.Fatalf("flush with memtables queued was paced: %d bytes paced in all", paced())
+	}
+	w.pacer.mem.Store(memPaceLimit)
 	write("000003.sst", catCompaction, 2)
 	if paced() != 1<<20+128<<10 {
 		t.Fatalf("compaction with L0 shallow: %d bytes paced in all", paced())
@@ -79,6 +85,11 @@ func TestTablePacerSeesPebbleFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	ReleaseRequest(r)
+	for t0 := time.Now(); n.fs.pacer.mem.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Since(t0) > 5*time.Second {
+			t.Fatal("the pacer never saw the memtables' size")
+		}
+	}
 	before, syncs := n.fs.pacer.paced.Load(), n.fs.tableSync.count()
 	if err := n.db.Flush(); err != nil {
 		t.Fatal(err)
