@@ -36,7 +36,8 @@ import (
 //     writes to the disk the WAL syncs on, and syncs wait behind it: 10-30
 //     ms spikes, p99 over 30 s 3.4-3.5 ms. Smaller memtables (16 MB: 6.4
 //     ms), no compression (more bytes: 7.1 ms) and other BytesPerSync values
-//     were worse.
+//     were worse. (Since then flushes are paced, tablepace.go, and their
+//     syncs and unlinks no longer hold the server's P, remove.go.)
 //   - Tried and dropped: spacing commits in each shard with a precise sleep
 //     (commits of several shards then land just after one another and each
 //     needs its own sync: p99 11 ms at 6,000/s); waking the scheduler every
