@@ -25,7 +25,7 @@ import (
 // The rate was 8 MB/s until the server stopped holding its P through
 // table syncs and unlinks (pacedFile.SyncData, remove.go); since, the
 // flush's own CPU is what its requests feel: at 16,800 req/s a 64 MB flush
-// (29 MB written) took CPU 0, the server's, from 70-80% to 90-99% busy (1 s
+// (29 MB written) took CPU 0, the server's, from 70-80% to as much as 92-94% busy (1 s
 // samples of /proc/stat) in a slow phase of this VM. Halving the rate
 // halves that. Fresh server, 50 s at 16,800 req/s, one flush each,
 // interleaved, answers over 2 ms in the seconds the flush ran: 4 MB/s
