@@ -24,13 +24,14 @@ import (
 //
 // The rate was 8 MB/s until the server stopped holding its P through
 // table syncs and unlinks (pacedFile.SyncData, remove.go); since, the
-// flush's own CPU is what its requests feel: at 16,800 req/s a 64 MB flush
-// (29 MB written) took CPU 0, the server's, from 70-80% to as much as 92-94% busy (1 s
-// samples of /proc/stat) in a slow phase of this VM. Halving the rate
-// halves that. Fresh server, 50 s at 16,800 req/s, one flush each,
-// interleaved, answers over 2 ms in the seconds the flush ran: 4 MB/s
-// 3,768 (2.04%), 6,409 (3.47%), 2,401 (1.43%); 8 MB/s 25,857 (25.65%),
-// 4,114 (4.08%), 17,492 (17.35%). The flush lasts twice as long (~8 s).
+// flush's own CPU is what its requests feel: at 16,800 req/s a 64 MB
+// flush (29 MB written) took CPU 0, the server's, from 70-80% busy to as
+// much as 92-94% (1 s samples of /proc/stat) in a slow phase of this VM.
+// Half the rate spreads the same work over twice the time. Fresh server,
+// 50 s at 16,800 req/s, one flush each, interleaved, answers over 2 ms in
+// the seconds the flush ran: 4 MB/s 3,768 (2.04%), 6,409 (3.47%), 2,401
+// (1.43%); 8 MB/s 25,857 (25.65%), 4,114 (4.08%), 17,492 (17.35%). A 64
+// MB flush now takes 8.7-9.5 s (make bench, 2026-11-24).
 //
 // Flushes need far less than the rate (at 25,000 req/s a 64 MB memtable
 // fills in ~15 s and flushes to ~25 MB), but a burst can outrun it, so a
