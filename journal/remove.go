@@ -17,9 +17,9 @@ import (
 // until sysmon takes it away, and sysmon, backed off to 10 ms sleeps
 // (cmd/exchanged/sysmon.go), often does not; the server in make bench has
 // one P, so every request waited. A Go trace at 16,800 req/s caught the
-// end of a memtable flush: two WAL unlinks held the P for 4.0 and 7.5 ms
-// back to back, and the clients saw a 20 ms stall (490 answers over 2 ms
-// in 100 ms). In removeStep truncations each system call frees
+// end of a memtable flush: two unlinks of files it had made obsolete held
+// the P for 4.0 and 7.5 ms back to back, and the clients saw a 24 ms
+// stall (451 answers over 2 ms in 100 ms). In removeStep truncations each system call frees
 // ~0.1 ms of blocks, and the pause between them lets everything else
 // run; the file is gone, as Pebble expects, when Remove returns.
 func (w *journalFS) Remove(name string) error {
