@@ -23,7 +23,7 @@ import (
 // alone paced: 68.9 / 171 and 7.7 / 33 against 141 / 237 and 32 / 67.
 //
 // The rate was 8 MB/s until the server stopped holding its P through
-// table syncs and unlinks (pacedFile.SyncData, remove.go); since, the
+// table syncs and unlinks (aioFile under pacedFile, remove.go); since, the
 // flush's own CPU is what its requests feel: at 16,800 req/s a 64 MB
 // flush (29 MB written) took CPU 0, the server's, from 70-80% busy to as
 // much as 92-94% (1 s samples of /proc/stat) in a slow phase of this VM.
@@ -96,20 +96,18 @@ func (p *tablePacer) wait(n int) {
 }
 
 // pacedFile is a table or blob file being written by a flush or a
-// compaction. Its data syncs (one as each file is finished) go through
-// asyncSync, like the WAL's: a plain fdatasync held the server's only P
-// (make bench runs it on one CPU) for its whole length, 1.3-2.0 ms here
+// compaction, on an aioFile: its data syncs (one as each file is
+// finished) go through asyncSync, like the WAL's. A plain fdatasync held
+// the server's only P (make bench runs it on one CPU) for its whole
+// length, 1.3-2.0 ms here
 // (a Go trace at 16,800 req/s: one per table, every ~275 ms of a flush),
 // and every request in the server waited that long; sysmon, backed off
 // to 10 ms sleeps (cmd/exchanged/sysmon.go), did not hand the P on.
 type pacedFile struct {
-	vfs.File
+	vfs.File   // an aioFile
 	p          *tablePacer
-	s          *asyncSync
 	compaction bool
 }
-
-func (f pacedFile) SyncData() error { return f.s.syncData(f.File) }
 
 func (f pacedFile) Write(b []byte) (int, error) {
 	if f.p.paces(f.compaction) {

@@ -107,7 +107,7 @@ func (w *journalFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, er
 		if err != nil {
 			return nil, err
 		}
-		return pacedFile{File: f, p: &w.pacer, s: w.tableSync, compaction: cat == catCompaction}, nil
+		return pacedFile{File: aioFile{File: f, s: w.tableSync}, p: &w.pacer, compaction: cat == catCompaction}, nil
 	case !strings.HasSuffix(name, ".log"):
 		return w.FS.Create(name, cat)
 	}
@@ -132,7 +132,7 @@ func (w *journalFS) wal(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return walFile{File: f, s: w.syncer}, nil
+	return aioFile{File: f, s: w.syncer}, nil
 }
 
 // newWAL opens the WAL name: on the spare, or else on old (recycled) or a

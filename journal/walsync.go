@@ -131,10 +131,11 @@ func (s *asyncSync) closeLocked() {
 	}
 }
 
-// walFile is a WAL file whose data syncs go through asyncSync.
-type walFile struct {
+// aioFile is a file whose data syncs go through asyncSync: a WAL, and the
+// table and blob files of flushes and compactions (under pacedFile).
+type aioFile struct {
 	vfs.File
 	s *asyncSync
 }
 
-func (f walFile) SyncData() error { return f.s.syncData(f.File) }
+func (f aioFile) SyncData() error { return f.s.syncData(f.File) }

@@ -55,7 +55,7 @@ func TestAsyncSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := g.(walFile); ok {
+	if _, ok := g.(aioFile); ok {
 		t.Fatal("a manifest got the WAL syncer")
 	}
 	g.Close()
