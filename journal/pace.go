@@ -81,6 +81,21 @@ import (
 // ms (6 of 6), p99 median 2.05 against 2.40 ms (lower in 5 of 6), for 8%
 // more CPU (server 1,056 against 977 ticks, machine 1,936 against 1,789).
 // Saturation is above paceLoadHigh either way, where the gap is the same.
+//
+// The top was 1,500 us until the server's CPU per sync fell (the AIO
+// fdatasync, and sysmon's backing off) and make bench's saturation came to
+// be set by latency rather than CPU: at 38,400/s the server answered every
+// request with 0.78 of its core, but the step failed on p99 over 20 ms,
+// as every request queues behind the one before it on its connection once
+// answers take longer. A 1,000 us top against 1,500, with
+// bench/rest-ab.sh-style interleaved rounds (a fresh server on CPU 0, two
+// 6 s steps, the second read), at 38,400/s in two sets of 4 rounds: p99
+// 18.0/9.8/27.3/23.6 against 63.1/91.1/162/34.1 ms, and
+// 35.6/28.8/22.0/24.4 against 280/39.3/11.8/66.6 ms; at 28,800/s (a 900
+// against a 1,200 us gap) 8.2/3.8/23.8 against 11.4/6.1/26.4 ms. p50 was
+// lower in 11 of 11 rounds, p99 in 10 of 11, for 3-7% more server CPU;
+// against a flat 750 us the 1,000 us top had the lower p99 in 3 of 4
+// rounds at 38,400/s.
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them
@@ -96,7 +111,7 @@ const (
 	paceRateOn   = 2500                    // commits/s at which syncs start to be spaced
 	paceRateOff  = 1500                    // ... and below which they stop (hysteresis)
 	paceGap      = 750 * time.Microsecond  // between sync starts while on, up to paceLoadLow
-	paceGapMax   = 1500 * time.Microsecond // ... from paceLoadHigh on
+	paceGapMax   = 1000 * time.Microsecond // ... from paceLoadHigh on
 	paceLoadLow  = 24000                   // commands/s
 	paceLoadHigh = 32000
 )
