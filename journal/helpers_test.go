@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/weexcore/exchange/engine"
 )
 
@@ -48,6 +50,19 @@ func testOptions(tb testing.TB, dir string) Options {
 	coins := testCoins()
 	return Options{Dir: dir, Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID,
 		Logf: func(f string, a ...any) { tb.Logf(f, a...) }}
+}
+
+// newTestFS returns a journalFS on a new directory, with 1 MiB spares,
+// closed when the test ends.
+func newTestFS(t *testing.T) (*journalFS, string) {
+	t.Helper()
+	dir := t.TempDir()
+	w, err := newJournalFS(vfs.Default, dir, 1<<20, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	return w, dir
 }
 
 func deadline() time.Time { return time.Now().Add(10 * time.Second) }

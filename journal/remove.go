@@ -48,6 +48,8 @@ func (w *journalFS) shrink(name string) {
 	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || sys.Nlink != 1 {
 		return
 	}
+	// Pebble's vfs has no truncation, so this goes to the OS by path; on
+	// any other FS it fails at once and Remove unlinks as before.
 	for size := st.Size(); size > 0 && w.pacer.on.Load(); {
 		size = max(0, size-removeStep)
 		if os.Truncate(name, size) != nil {

@@ -6,20 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestRemoveShrinks: while serving, Remove truncates a large file away in
 // steps before unlinking it; a file with another link keeps its data under
 // that link; small files and a stopped node's files are simply unlinked.
 func TestRemoveShrinks(t *testing.T) {
-	dir := t.TempDir()
-	w, err := newJournalFS(vfs.Default, dir, 1<<20, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
+	w, dir := newTestFS(t)
 	data := bytes.Repeat([]byte("journal!"), (3*removeStep+100)/8)
 	mk := func(name string, b []byte) string {
 		t.Helper()

@@ -14,12 +14,7 @@ import (
 // unless memtables queue behind it, and a compaction's too unless L0 is
 // deep; off, nothing is; files that are neither are never paced.
 func TestTablePacer(t *testing.T) {
-	dir := t.TempDir()
-	w, err := newJournalFS(vfs.Default, dir, 1<<20, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
+	w, dir := newTestFS(t)
 	chunk := make([]byte, 64<<10)
 	write := func(name string, cat vfs.DiskWriteCategory, n int) time.Duration {
 		t.Helper()

@@ -18,12 +18,7 @@ import (
 // cannot fsync gets its error, not a hang: AIO refuses it and the sync in
 // place reports it.
 func TestAsyncSync(t *testing.T) {
-	dir := t.TempDir()
-	w, err := newJournalFS(vfs.Default, dir, 1<<20, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
+	w, dir := newTestFS(t)
 	if w.syncer.ctx == 0 {
 		t.Skip("Linux AIO unavailable here: WAL syncs are made in place")
 	}
