@@ -419,11 +419,12 @@ func (x *impl) push(s *shard, r *Request) error {
 		x.submitters.Add(-1)
 		return ErrClosed
 	}
-	r.rt.state.Store(stateQueued)
+	idle := r.rt.state.Load()
+	r.rt.state.Store(idle&^stateMask | stateQueued)
 	r.rt.refs.Add(1) // the shard's, dropped by complete
 	if !s.q.push(r) {
 		r.rt.refs.Add(-1)
-		r.rt.state.Store(stateIdle)
+		r.rt.state.Store(idle)
 		x.submitters.Add(-1)
 		return ErrBusy
 	}
