@@ -49,7 +49,7 @@ func TestDeadlineWatchSkipsLaterUse(t *testing.T) {
 	}
 	first := queue()
 	deadlines.watch(r, first, time.Now().Add(-time.Second)) // a past deadline
-	r.complete(nil)                                          // the first use is answered before the watch looks
+	r.complete(nil)                                         // the first use is answered before the watch looks
 	<-r.rt.done
 	r.reset() // the next use (as acquireRequest does)
 	next := queue()
