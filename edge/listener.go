@@ -95,8 +95,7 @@ func (l *limitListener) sweep() {
 			return
 		}
 		for c := range l.conns {
-			c.expire(&c.rd, now, c.Conn.SetReadDeadline)
-			c.expire(&c.wd, now, c.Conn.SetWriteDeadline)
+			c.expire(now)
 		}
 		l.mu.Unlock()
 	}
@@ -139,20 +138,31 @@ func (c *limitConn) since(t time.Time) int64 {
 	return max(int64(t.Sub(c.l.epoch)), 1)
 }
 
-// expire gives the socket a past deadline if d has passed. A new deadline
-// set meanwhile (the connection's goroutine swaps it in, and clears the
-// socket's if it finds expired) is honoured: whichever of the two comes
-// second clears the socket's deadline. A read that failed in between had
-// reached its old deadline.
-func (c *limitConn) expire(d *atomic.Int64, now int64, set func(time.Time) error) {
+// expire gives the socket a past read or write deadline where rd or wd has
+// passed.
+func (c *limitConn) expire(now int64) {
+	if passed(&c.rd, now) {
+		c.Conn.SetReadDeadline(past)
+		if c.rd.Load() != expired {
+			c.Conn.SetReadDeadline(time.Time{})
+		}
+	}
+	if passed(&c.wd, now) {
+		c.Conn.SetWriteDeadline(past)
+		if c.wd.Load() != expired {
+			c.Conn.SetWriteDeadline(time.Time{})
+		}
+	}
+}
+
+// passed marks d expired if it has passed by now. A new deadline set
+// meanwhile is honoured: the connection's goroutine swaps it in and clears
+// the socket's deadline if it finds expired, and expire clears it if it
+// finds the new one, so whichever of the two comes second clears it. A read
+// or write that failed in between had reached its old deadline.
+func passed(d *atomic.Int64, now int64) bool {
 	v := d.Load()
-	if v <= 0 || v > now || !d.CompareAndSwap(v, expired) {
-		return
-	}
-	set(past)
-	if d.Load() != expired {
-		set(time.Time{})
-	}
+	return v > 0 && v <= now && d.CompareAndSwap(v, expired)
 }
 
 func (c *limitConn) Close() error {
