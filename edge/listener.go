@@ -141,28 +141,25 @@ func (c *limitConn) since(t time.Time) int64 {
 // expire gives the socket a past read or write deadline where rd or wd has
 // passed.
 func (c *limitConn) expire(now int64) {
-	if passed(&c.rd, now) {
-		c.Conn.SetReadDeadline(past)
-		if c.rd.Load() != expired {
-			c.Conn.SetReadDeadline(time.Time{})
-		}
-	}
-	if passed(&c.wd, now) {
-		c.Conn.SetWriteDeadline(past)
-		if c.wd.Load() != expired {
-			c.Conn.SetWriteDeadline(time.Time{})
-		}
-	}
+	expireOne(c.Conn, &c.rd, now, net.Conn.SetReadDeadline)
+	expireOne(c.Conn, &c.wd, now, net.Conn.SetWriteDeadline)
 }
 
-// passed marks d expired if it has passed by now. A new deadline set
-// meanwhile is honoured: the connection's goroutine swaps it in and clears
-// the socket's deadline if it finds expired, and expire clears it if it
-// finds the new one, so whichever of the two comes second clears it. A read
-// or write that failed in between had reached its old deadline.
-func passed(d *atomic.Int64, now int64) bool {
+// expireOne gives conn a past deadline through set if d has passed by now.
+// A new deadline set meanwhile is honoured: the connection's goroutine
+// swaps it in and clears the socket's deadline if it finds expired, and
+// expireOne clears it if it finds the new one, so whichever of the two
+// comes second clears it. A read or write that failed in between had
+// reached its old deadline.
+func expireOne(conn net.Conn, d *atomic.Int64, now int64, set func(net.Conn, time.Time) error) {
 	v := d.Load()
-	return v > 0 && v <= now && d.CompareAndSwap(v, expired)
+	if v <= 0 || v > now || !d.CompareAndSwap(v, expired) {
+		return
+	}
+	set(conn, past)
+	if d.Load() != expired {
+		set(conn, time.Time{})
+	}
 }
 
 func (c *limitConn) Close() error {

@@ -125,3 +125,14 @@ func TestListenerSweepStops(t *testing.T) {
 		time.Sleep(deadlineTick)
 	}
 }
+
+// TestListenerSweepAllocs: the sweep allocates nothing per connection per
+// tick.
+func TestListenerSweepAllocs(t *testing.T) {
+	l := newTestListener(t)
+	s, _ := pair(t, l)
+	c := s.(*limitConn)
+	if n := testing.AllocsPerRun(100, func() { c.expire(int64(time.Since(l.epoch))) }); n != 0 {
+		t.Fatalf("expire allocates %v times per call, want 0", n)
+	}
+}

@@ -149,7 +149,7 @@ const waitTick = 10 * time.Millisecond
 type deadlineWatch struct {
 	mu      sync.Mutex
 	filed   []filedWait
-	spare   []filedWait // the other buffer, used by run
+	spare   []filedWait // the other buffer, empty: run swaps the two
 	running bool
 }
 
@@ -176,7 +176,7 @@ func (d *deadlineWatch) run() {
 		time.Sleep(waitTick)
 		d.mu.Lock()
 		list := d.filed
-		d.filed, d.spare = d.spare[:0], nil
+		d.filed = d.spare // empty
 		d.mu.Unlock()
 		now := time.Now()
 		keep := list[:0]
