@@ -84,7 +84,7 @@ func handleAllOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	if e != nil {
 		return e
 	}
-	orders, err := s.node.AllOrders(c.uid, m.spec.ID, start, end, int((page-1)*limit), int(limit), st.orders[:0])
+	orders, err := s.node.AllOrders(c.user, c.uid, m.spec.ID, start, end, int((page-1)*limit), int(limit), s.deadline(), st.orders[:0])
 	st.orders = orders
 	if err != nil {
 		return queryErr(err)

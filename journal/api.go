@@ -132,10 +132,11 @@ func (n *Node) Balances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]
 	return n.balances(u, deadline, dst)
 }
 
-// AllOrders returns uid's orders in m created within [startMs, endMs],
-// oldest first, skipping offset and returning at most limit.
-func (n *Node) AllOrders(uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, dst []engine.OrderView) ([]engine.OrderView, error) {
-	return n.allOrders(uid, m, startMs, endMs, offset, limit, dst)
+// AllOrders returns u's (uid's) orders in m created within [startMs,
+// endMs], oldest first, skipping offset and returning at most limit: the
+// working ones from the shard, the finished ones from history.
+func (n *Node) AllOrders(u engine.UserIdx, uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, deadline time.Time, dst []engine.OrderView) ([]engine.OrderView, error) {
+	return n.allOrders(u, uid, m, startMs, endMs, offset, limit, deadline, dst)
 }
 
 // Bills returns uid's finance records with time in [startMs, endMs), newest

@@ -335,7 +335,7 @@ func TestFlippedByteWAL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loadBatches(t, n, 60, 80)
+	loadBatches(t, n, 90, 80)
 	img := filepath.Join(t.TempDir(), "img")
 	crashImage(t, n, img)
 	n.Close()

@@ -17,7 +17,6 @@ type histBatch struct {
 	orders []engine.OrderView // orders created in this batch, latest state
 	later  []engine.OrderView // orders created before this batch, latest state
 	seen   batchIndex         // orderID -> index in orders, or ^index in later
-	cids   []int32            // indexes in orders of orders with an explicit client id
 	bills  []engine.Bill      // scratch: the bills of the command add is at
 
 	users    batchIndex // uid -> index in ub
@@ -95,7 +94,8 @@ type pubBlock struct {
 	buf   []byte
 }
 
-// orderBlock is one user's orders created in one market in a batch ("o" row).
+// orderBlock is the orders one user created in one market in a batch and
+// that finished in it ("o" row).
 type orderBlock struct {
 	uid    int64
 	m      engine.MarketID
@@ -127,7 +127,7 @@ func newHistBatch() *histBatch {
 }
 
 func (h *histBatch) reset() {
-	h.orders, h.later, h.cids = h.orders[:0], h.later[:0], h.cids[:0]
+	h.orders, h.later = h.orders[:0], h.later[:0]
 	h.seen.reset()
 	h.users.reset()
 	h.mkts.reset()
@@ -149,9 +149,6 @@ func (h *histBatch) add(c *engine.Cmd, o *engine.Out, seqOff uint64) {
 		case c.Kind == engine.CmdPlace && i == o.OrderAt-1:
 			// the order this command created
 			h.seen.put(u.OrderID, int32(len(h.orders)))
-			if !generatedCID(u) {
-				h.cids = append(h.cids, int32(len(h.orders)))
-			}
 			h.orders = append(h.orders, *u)
 		default:
 			h.seen.put(u.OrderID, ^int32(len(h.later)))
@@ -330,11 +327,19 @@ func appendOrder(d []byte, o *engine.OrderView, first, timeMs int64) []byte {
 	return append(d, o.ClientID.Bytes()...)
 }
 
-// write adds the batch's blocks to wb; every block of the batch is keyed
-// by the batch's shard and first seq (user blocks) or by its first id.
+// write adds the batch's blocks to wb, each keyed by its first order or
+// trade id, or (user blocks) by the batch's time, shard and first seq. Only
+// finished orders are written: the orders a user created in a market and
+// that finished in the batch as one "o" block, an order created in an
+// earlier batch as an "l" row, and a "c" row for a client-supplied id. An
+// order still working at the end of the batch gets no row: the engine
+// answers for it (doc.go).
 func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs int64, k, v []byte) ([]byte, []byte) {
 	for i := range h.orders {
 		o := &h.orders[i]
+		if o.Status.Working() {
+			continue
+		}
 		g := ordGroup{o.UID, o.Market}
 		j, ok := h.ords[g]
 		if !ok {
@@ -346,9 +351,7 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 			h.ords[g] = j
 			b := &h.ob[j]
 			b.uid, b.m, b.first, b.timeMs = o.UID, o.Market, o.OrderID, o.TimeMs
-			b.buf = append(b.buf[:0], histVersion)
-			b.buf = binary.AppendUvarint(b.buf, uint64(o.User))
-			b.buf = binary.AppendVarint(b.buf, o.TimeMs)
+			b.buf = appendOrderHeader(b.buf[:0], o)
 		}
 		b := &h.ob[j]
 		b.buf = appendOrder(b.buf, o, b.first, b.timeMs)
@@ -358,17 +361,19 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 		k = orderBlockKey(k[:0], b.uid, b.m, b.first)
 		wb.Set(k, b.buf, nil)
 	}
-	for _, i := range h.cids {
-		o := &h.orders[i]
-		k = clientIDKey(k[:0], o.UID, o.Market, o.ClientID.Bytes())
-		wb.Set(k, be.AppendUint64(v[:0], s64(o.OrderID)), nil)
-	}
 	for i := range h.later {
 		o := &h.later[i]
-		k = laterKey(k[:0], o.OrderID)
-		v = appendLater(v[:0], o)
+		if o.Status.Working() {
+			continue
+		}
+		k = laterKey(k[:0], o.UID, o.Market, o.OrderID)
+		v = appendOrder(appendOrderHeader(v[:0], o), o, o.OrderID, o.TimeMs)
 		wb.Set(k, v, nil)
 	}
+	// orders created in this batch last: their ids are higher, and the
+	// latest order with a client id wins
+	k, v = h.writeCIDs(wb, h.later, k, v)
+	k, v = h.writeCIDs(wb, h.orders, k, v)
 	for j := 0; j < h.nub; j++ {
 		b := &h.ub[j]
 		k = userBlockKey(k[:0], b.uid, timeMs, shard, firstSeq)
@@ -384,15 +389,27 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 	return k, v
 }
 
-// appendLater encodes a "l" row: an order's latest state when it changed
-// after the batch that created it.
-func appendLater(d []byte, o *engine.OrderView) []byte {
+// writeCIDs writes the "c" row of every finished order in orders that has
+// a client-supplied id.
+func (h *histBatch) writeCIDs(wb *pebble.Batch, orders []engine.OrderView, k, v []byte) ([]byte, []byte) {
+	for i := range orders {
+		o := &orders[i]
+		if o.Status.Working() || generatedCID(o) {
+			continue
+		}
+		k = clientIDKey(k[:0], o.UID, o.Market, o.ClientID.Bytes())
+		v = be.AppendUint64(v[:0], s64(o.OrderID))
+		wb.Set(k, v, nil)
+	}
+	return k, v
+}
+
+// appendOrderHeader starts an "o" block (or "l" row) whose first order is
+// o: the version, the user, and the time its orders' times are relative to.
+func appendOrderHeader(d []byte, o *engine.OrderView) []byte {
 	d = append(d, histVersion)
-	d = binary.AppendVarint(d, o.UID)
 	d = binary.AppendUvarint(d, uint64(o.User))
-	d = binary.AppendUvarint(d, uint64(o.Market))
-	d = binary.AppendVarint(d, o.TimeMs)
-	return appendOrder(d, o, o.OrderID, o.TimeMs)
+	return binary.AppendVarint(d, o.TimeMs)
 }
 
 // reader decodes varints; a short or malformed input sets bad.
@@ -463,7 +480,7 @@ func (r *reader) order(o *engine.OrderView, uid int64, user engine.UserIdx, m en
 	o.ClientID.N = uint8(copy(o.ClientID.B[:], r.bytes(int(n))))
 }
 
-// orderBlockHeader decodes an "o" block's header.
+// orderBlockHeader decodes the header of an "o" block or "l" row.
 func orderBlockHeader(v []byte) (reader, engine.UserIdx, int64, bool) {
 	if len(v) == 0 || v[0] != histVersion {
 		return reader{}, 0, 0, false
@@ -472,23 +489,6 @@ func orderBlockHeader(v []byte) (reader, engine.UserIdx, int64, bool) {
 	u := engine.UserIdx(r.uvarint())
 	t := r.varint()
 	return r, u, t, !r.bad
-}
-
-// decodeLater decodes the "l" row of order id.
-func decodeLater(id int64, v []byte, o *engine.OrderView) bool {
-	if len(v) == 0 || v[0] != histVersion {
-		return false
-	}
-	r := reader{b: v[1:]}
-	uid := r.varint()
-	u := engine.UserIdx(r.uvarint())
-	m := engine.MarketID(r.uvarint())
-	t := r.varint()
-	if r.bad {
-		return false
-	}
-	r.order(o, uid, u, m, id, t)
-	return !r.bad && len(r.b) == 0
 }
 
 // userBlockDecoder walks the entries of an "h" block.

@@ -138,7 +138,7 @@ func testHistoryMatchesEvents(t *testing.T) {
 		return
 	}
 	t.Logf("%d orders, %d trades, %d bills", len(h.orders), len(h.public[0])+len(h.public[1])+len(h.public[2]), len(h.bills[100]))
-	checkHistory(t, n, h, users)
+	checkHistory(t, n, h, idx[:])
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func testHistoryMatchesEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	checkHistory(t, n, h, users)
+	checkHistory(t, n, h, idx[:])
 }
 
 func histCmd(rng *rand.Rand, u engine.UserIdx, uid int64, g, i int, mine []int64) engine.Cmd {
@@ -185,7 +185,7 @@ func histCmd(rng *rand.Rand, u engine.UserIdx, uid int64, g, i int, mine []int64
 	return c
 }
 
-func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
+func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -198,7 +198,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
 		k := fmt.Sprintf("%d/%d/%s", o.UID, o.Market, o.AppendClientID(nil))
 		byCID[k] = max(byCID[k], o.OrderID)
 	}
-	for u := 0; u < users; u++ {
+	for u := range idx {
 		uid := int64(100 + u)
 		for m := engine.MarketID(0); m < 3; m++ {
 			var want []engine.OrderView
@@ -208,7 +208,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
 				}
 			}
 			slices.SortFunc(want, func(a, b engine.OrderView) int { return int(a.OrderID - b.OrderID) })
-			got, err := n.AllOrders(uid, m, 0, maxTime, 0, 100000, nil)
+			got, err := n.AllOrders(idx[u], uid, m, 0, maxTime, 0, 100000, deadline(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +229,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
 				}
 				w = w[min(off, len(w)):]
 				w = w[:min(lim, len(w))]
-				got, err := n.AllOrders(uid, m, s, e, off, lim, nil)
+				got, err := n.AllOrders(idx[u], uid, m, s, e, off, lim, deadline(), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -237,19 +237,27 @@ func checkHistory(t *testing.T, n *Node, h *histModel, users int) {
 					t.Fatalf("uid %d market %d: all orders in [%d, %d] offset %d limit %d: got %+v, want %+v", uid, m, s, e, off, lim, got, w)
 				}
 			}
+			working := 0
+			other := (u + 1) % len(idx) // another user asks for u's orders
 			for _, o := range want {
-				got, ok, err := n.historyOrder(uid, m, o.OrderID, nil)
+				if o.Status.Working() {
+					working++
+				}
+				got, ok, err := n.Order(idx[u], uid, m, o.OrderID, nil, deadline())
 				if err != nil || !ok || got != o {
 					t.Fatalf("order %d: got %+v %v %v, want %+v", o.OrderID, got, ok, err, o)
 				}
 				cid := o.AppendClientID(nil)
-				got, ok, err = n.historyOrder(uid, m, 0, cid)
+				got, ok, err = n.Order(idx[u], uid, m, 0, cid, deadline())
 				if w := h.orders[byCID[fmt.Sprintf("%d/%d/%s", uid, m, cid)]]; err != nil || !ok || got != w {
 					t.Fatalf("order by client id %q: got %+v %v %v, want %+v", cid, got, ok, err, w)
 				}
+				if _, ok, err := n.Order(idx[other], int64(100+other), m, o.OrderID, nil, deadline()); ok || err != nil {
+					t.Fatalf("user %d asking for user %d's order %d (working %v): got %v %v", 100+other, uid, o.OrderID, o.Status.Working(), ok, err)
+				}
 			}
-			if _, ok, err := n.historyOrder(uid+1000, m, want[0].OrderID, nil); ok || err != nil {
-				t.Fatalf("another user's order: got %v %v", ok, err)
+			if working == 0 || working == len(want) {
+				t.Fatalf("uid %d market %d: %d of %d orders working: the stream does not mix working and finished orders", uid, m, working, len(want))
 			}
 			wt := slices.Clone(nonNil(h.trades[uid]))
 			wt = slices.DeleteFunc(wt, func(x engine.Trade) bool { return x.Market != m })
@@ -352,3 +360,36 @@ func nonNil[T any](s []T) []T {
 }
 
 func head[T any](s []T) []T { return s[:min(len(s), 3)] }
+
+// TestAllOrdersFinishedMeanwhile: an order that finishes between the
+// shard's answer (working orders) and the read of history (finished ones)
+// is listed once, in its finished state.
+func TestAllOrdersFinishedMeanwhile(t *testing.T) {
+	n, err := Open(testOptions(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	addUser(t, n, feeUID)
+	a := addUser(t, n, 100)
+	mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: a, UID: 100, Coin: 2, Amount: 1_000_000_000})))
+	var ids []int64
+	for i := 0; i < 3; i++ {
+		out, _ := do(t, n, engine.Cmd{Kind: engine.CmdPlace, User: a, UID: 100, Market: 0, Side: engine.Buy, Type: engine.Limit, TIF: engine.GTC, Price: engine.Price(9000 + i), Qty: 1000})
+		mustOK(t, "place", out)
+		ids = append(ids, out.Order().OrderID)
+	}
+	testAfterWorking = func() {
+		testAfterWorking = nil
+		mustOK(t, "cancel", first(do(t, n, engine.Cmd{Kind: engine.CmdCancel, User: a, UID: 100, Market: 0, OrderID: ids[1]})))
+	}
+	defer func() { testAfterWorking = nil }()
+	got, err := n.AllOrders(a, 100, 0, 0, maxTime, 0, 10, deadline(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].OrderID != ids[0] || got[1].OrderID != ids[1] || got[2].OrderID != ids[2] ||
+		!got[0].Status.Working() || got[1].Status != engine.StatusCanceled || !got[2].Status.Working() {
+		t.Fatalf("all orders, the middle one cancelled meanwhile: got %+v, want %v with the middle one cancelled", got, ids)
+	}
+}

@@ -1,9 +1,12 @@
 package journal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/weexcore/exchange/engine"
@@ -100,24 +103,8 @@ func (x *impl) viewIter(lower, upper []byte, f func(it *pebble.Iterator) error) 
 	return err
 }
 
-// latest replaces o with its "l" row, when it has one (x.dbMu held).
-func (x *impl) latest(o *engine.OrderView) error {
-	v, c, err := x.db.Get(laterKey(nil, o.OrderID))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("journal: %v", err)
-	}
-	defer c.Close()
-	if !decodeLater(o.OrderID, v, o) {
-		return fmt.Errorf("journal: corrupt order row for order %d", o.OrderID)
-	}
-	return nil
-}
-
-// orderBlockEach decodes the "o" block k/v, calling f with each order in id
-// order until f returns false; it reports the block's creation time.
+// orderBlockEach decodes the "o" block or "l" row k/v, calling f with each
+// order in id order until f returns false; it reports the block's time.
 func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error) {
 	first, ok := orderBlockFirst(k)
 	r, u, t, ok2 := orderBlockHeader(v)
@@ -132,75 +119,169 @@ func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error
 		if r.bad {
 			return 0, fmt.Errorf("journal: corrupt order block %x", k)
 		}
-		if f != nil && !f(&o) {
+		if !f(&o) {
 			break
 		}
 	}
 	return t, nil
 }
 
-// allOrders: uid's "o" blocks in m are in order id order, which is also
-// creation time order (ids and batch times both grow along a market's
-// shard), so the first block created at or after startMs is found by a
-// binary search over order ids, and the scan goes forward from there.
-func (x *impl) allOrders(uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, dst []engine.OrderView) ([]engine.OrderView, error) {
+// allOrders returns uid's orders in m created within [startMs, endMs], in
+// id order, which is creation order (ids and batch times both grow along a
+// market's shard), skipping offset and returning at most limit: the
+// working ones from the shard merged with the finished ones from history.
+// The shard answers after every earlier batch is durable, so an order that
+// finished before the answer has its row; one that finished since is in
+// both, and its row (the later state) wins.
+func (x *impl) allOrders(u engine.UserIdx, uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, deadline time.Time, dst []engine.OrderView) ([]engine.OrderView, error) {
 	if limit <= 0 || endMs < startMs {
 		return dst, nil
 	}
-	lower := orderBlockKey(nil, uid, m, -1<<63)
-	upper := be.AppendUint16(be.AppendUint64([]byte{pfxOrder}, s64(uid)), uint16(m)+1)
-	err := x.viewIter(lower, upper, func(it *pebble.Iterator) error {
-		// smallest id x such that the first block at or after x was created
-		// at or after startMs (or there is none)
-		lo, hi := int64(0), int64(1)<<62
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			if !it.SeekGE(orderBlockKey(nil, uid, m, mid)) {
-				hi = mid
-				continue
-			}
-			_, _, t, ok := orderBlockHeader(it.Value())
-			if !ok {
-				return fmt.Errorf("journal: corrupt order block %x", it.Key())
-			}
-			if t >= startMs {
-				hi = mid
-			} else {
-				lo = mid + 1
+	r, err := x.query(QueryOpenOrders, engine.Cmd{User: u, UID: uid, Market: m}, deadline)
+	if err != nil {
+		return dst, err
+	}
+	defer releaseRequest(r)
+	if testAfterWorking != nil {
+		testAfterWorking()
+	}
+	working := r.Orders
+	emit := func(o *engine.OrderView) bool { // false once limit is reached
+		if o.TimeMs < startMs || o.TimeMs > endMs {
+			return true
+		}
+		if offset > 0 {
+			offset--
+			return true
+		}
+		dst = append(dst, *o)
+		limit--
+		return limit > 0
+	}
+	done := false
+	err = x.finishedOrders(uid, m, startMs, endMs, func(h *engine.OrderView) bool {
+		for ; len(working) > 0 && working[0].OrderID <= h.OrderID; working = working[1:] {
+			if working[0].OrderID != h.OrderID && !emit(&working[0]) {
+				done = true
+				return false
 			}
 		}
-		var ferr error
-		for valid := it.SeekGE(orderBlockKey(nil, uid, m, lo)); valid && limit > 0; valid = it.Next() {
-			t, err := orderBlockEach(it.Key(), it.Value(), func(o *engine.OrderView) bool {
-				if o.TimeMs < startMs || o.TimeMs > endMs {
-					return true
-				}
-				if offset > 0 {
-					offset--
-					return true
-				}
-				if o.Status.Working() {
-					if ferr = x.latest(o); ferr != nil {
-						return false
-					}
-				}
-				dst = append(dst, *o)
-				limit--
-				return limit > 0
-			})
-			if err != nil {
-				return err
-			}
-			if ferr != nil {
-				return ferr
-			}
-			if t > endMs {
-				break
-			}
-		}
-		return nil
+		done = !emit(h)
+		return !done
 	})
+	for ; err == nil && !done && len(working) > 0; working = working[1:] {
+		done = !emit(&working[0])
+	}
 	return dst, err
+}
+
+// testAfterWorking, when set (tests only), runs in allOrders between the
+// shard's answer and the read of history.
+var testAfterWorking func()
+
+// finishedOrders calls f with uid's finished orders in m in id order, from
+// the first created at or after startMs to the last created at or before
+// endMs (and maybe a few before and after), until f returns false. They
+// are in two key ranges: "o" blocks of the orders a batch created and
+// finished, and "l" rows of orders finished in a later batch, whose ids
+// fall between those of the blocks (within the range of the batch that
+// created them). Every order of a key has an id at or above the key's, so
+// an order read is passed on once a key above its id is reached.
+func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64, f func(o *engine.OrderView) bool) error {
+	x.dbMu.RLock()
+	defer x.dbMu.RUnlock()
+	if x.db == nil {
+		return ErrClosed
+	}
+	pfx := [2]byte{pfxOrder, pfxLater}
+	var its [2]*pebble.Iterator
+	var valid [2]bool
+	var err error
+	for i := range its {
+		lower := userOrderKey(nil, pfx[i], uid, m, -1<<63)
+		upper := be.AppendUint16(be.AppendUint64([]byte{pfx[i]}, s64(uid)), uint16(m)+1)
+		if its[i], err = x.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
+			err = fmt.Errorf("journal: %v", err)
+			break
+		}
+		defer func(it *pebble.Iterator) {
+			if ierr := it.Error(); err == nil && ierr != nil {
+				err = fmt.Errorf("journal: %v", ierr)
+			}
+			if cerr := it.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("journal: %v", cerr)
+			}
+		}(its[i])
+		if valid[i], err = seekTime(its[i], pfx[i], uid, m, startMs); err != nil {
+			break
+		}
+	}
+	var pend, blk []engine.OrderView // read, not passed on yet; the key's orders
+	pass := func(below int64) bool { // passes on the orders in pend with ids below below
+		n := 0
+		for n < len(pend) && pend[n].OrderID < below {
+			if !f(&pend[n]) {
+				return false
+			}
+			n++
+		}
+		pend = pend[:copy(pend, pend[n:])]
+		return true
+	}
+	for err == nil {
+		i := -1 // the iterator at the lower id
+		for j := range its {
+			if valid[j] && (i < 0 || string(its[j].Key()[11:]) < string(its[i].Key()[11:])) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		blk = blk[:0]
+		var t int64
+		if t, err = orderBlockEach(its[i].Key(), its[i].Value(), func(o *engine.OrderView) bool {
+			blk = append(blk, *o)
+			return true
+		}); err != nil || t > endMs || len(blk) == 0 {
+			break
+		}
+		if !pass(blk[0].OrderID) {
+			return err
+		}
+		pend = append(pend, blk...)
+		slices.SortFunc(pend, func(a, b engine.OrderView) int { return cmp.Compare(a.OrderID, b.OrderID) })
+		valid[i] = its[i].Next()
+	}
+	if err == nil {
+		pass(1 << 62)
+	}
+	return err
+}
+
+// seekTime positions it, over one of uid's order key ranges in m, at the
+// first key created at or after startMs: the smallest id x such that the
+// first key at or after x was (or there is none), found by binary search.
+func seekTime(it *pebble.Iterator, pfx byte, uid int64, m engine.MarketID, startMs int64) (bool, error) {
+	var k [19]byte
+	lo, hi := int64(0), int64(1)<<62
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if !it.SeekGE(userOrderKey(k[:0], pfx, uid, m, mid)) {
+			hi = mid
+			continue
+		}
+		_, _, t, ok := orderBlockHeader(it.Value())
+		if !ok {
+			return false, fmt.Errorf("journal: corrupt order block %x", it.Key())
+		}
+		if t >= startMs {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return it.SeekGE(userOrderKey(k[:0], pfx, uid, m, lo)), nil
 }
 
 // historyOrder finds an order in history by id, or by client id when id is
@@ -212,8 +293,8 @@ func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) 
 	if len(cid) == 0 {
 		return engine.OrderView{}, false, nil
 	}
-	// A client-supplied id has a "c" row; a generated one ("x-<id>") names
-	// its order. Both can exist (a client may send a generated-looking id):
+	// A finished order's client-supplied id has a "c" row; a generated one
+	// ("x-<id>") names its order. Both can exist (a client may send a generated-looking id):
 	// the later order wins.
 	var best engine.OrderView
 	var found bool
@@ -251,23 +332,29 @@ func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) 
 	return best, found, nil
 }
 
-// orderByID reads order id of uid in m: its "l" row if it has one, else
-// its entry in the "o" block that created it (the last block whose first
-// id is <= id).
+// orderByID reads uid's finished order id in m: its "l" row if it has
+// one, else its entry in the "o" block of the batch that created it (the
+// last block whose first id is <= id).
 func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderView, bool, error) {
 	var o engine.OrderView
 	var found bool
+	find := func(k, v []byte) error {
+		_, err := orderBlockEach(k, v, func(e *engine.OrderView) bool {
+			if e.OrderID == id {
+				o, found = *e, true
+			}
+			return e.OrderID < id
+		})
+		return err
+	}
 	lower := orderBlockKey(nil, uid, m, -1<<63)
 	upper := orderBlockKey(nil, uid, m, id+1)
 	err := x.viewIter(lower, upper, func(it *pebble.Iterator) error {
-		v, c, err := x.db.Get(laterKey(nil, id))
+		k := laterKey(nil, uid, m, id)
+		v, c, err := x.db.Get(k)
 		if err == nil {
 			defer c.Close()
-			if !decodeLater(id, v, &o) {
-				return fmt.Errorf("journal: corrupt order row for order %d", id)
-			}
-			found = o.UID == uid && o.Market == m // else another user's or market's order
-			return nil
+			return find(k, v)
 		}
 		if !errors.Is(err, pebble.ErrNotFound) {
 			return fmt.Errorf("journal: %v", err)
@@ -275,13 +362,7 @@ func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderVi
 		if !it.Last() {
 			return nil
 		}
-		_, err = orderBlockEach(it.Key(), it.Value(), func(e *engine.OrderView) bool {
-			if e.OrderID == id {
-				o, found = *e, true
-			}
-			return e.OrderID < id
-		})
-		return err
+		return find(it.Key(), it.Value())
 	})
 	if err != nil || !found {
 		return engine.OrderView{}, false, err

@@ -13,15 +13,18 @@ import (
 //	"j" shard(1) firstSeq(8)                      journal record of one batch
 //	"s" snapNo(8)                                 snapshot
 //	"o" uid(8) market(2) firstOrderID(8)          orders uid created in market in one batch
-//	"l" orderID(8)                                an order's latest state, once it changed
-//	                                              after the batch that created it
-//	"c" uid(8) market(2) clientID                 -> latest orderID with that client-supplied id
+//	                                              and that finished in it
+//	"l" uid(8) market(2) orderID(8)               an order that finished after the batch
+//	                                              that created it
+//	"c" uid(8) market(2) clientID                 -> orderID of the latest finished order
+//	                                              with that client-supplied id
 //	"h" uid(8) timeMs(8) shard(1) firstSeq(8)     uid's fills and finance records of one batch
 //	"p" market(2) firstTradeID(8)                 market's public trades of one batch
 //	"u" user(4)                                   the CmdAddUser that registered user index
 //	                                              (record encoding), for OnAddUser after a snapshot
 //
-// The values of "o", "l", "h" and "p" are history blocks (hist.go, doc.go).
+// The values of "o", "h" and "p" are history blocks (hist.go, doc.go). An
+// order still working has no row: the engine holds it.
 const (
 	pfxMeta     = 'm'
 	pfxJournal  = 'j'
@@ -48,21 +51,25 @@ func snapshotKey(dst []byte, n uint64) []byte {
 }
 
 func orderBlockKey(dst []byte, uid int64, m engine.MarketID, first int64) []byte {
-	dst = be.AppendUint64(append(dst, pfxOrder), s64(uid))
-	dst = be.AppendUint16(dst, uint16(m))
-	return be.AppendUint64(dst, s64(first))
+	return userOrderKey(dst, pfxOrder, uid, m, first)
 }
 
-// orderBlockFirst returns the first order id of an "o" key.
+func laterKey(dst []byte, uid int64, m engine.MarketID, id int64) []byte {
+	return userOrderKey(dst, pfxLater, uid, m, id)
+}
+
+func userOrderKey(dst []byte, pfx byte, uid int64, m engine.MarketID, id int64) []byte {
+	dst = be.AppendUint64(append(dst, pfx), s64(uid))
+	dst = be.AppendUint16(dst, uint16(m))
+	return be.AppendUint64(dst, s64(id))
+}
+
+// orderBlockFirst returns the first order id of an "o" or "l" key.
 func orderBlockFirst(k []byte) (int64, bool) {
-	if len(k) != 19 || k[0] != pfxOrder {
+	if len(k) != 19 || k[0] != pfxOrder && k[0] != pfxLater {
 		return 0, false
 	}
 	return int64(be.Uint64(k[11:]) ^ 1<<63), true
-}
-
-func laterKey(dst []byte, id int64) []byte {
-	return be.AppendUint64(append(dst, pfxLater), s64(id))
 }
 
 func clientIDKey(dst []byte, uid int64, m engine.MarketID, cid []byte) []byte {

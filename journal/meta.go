@@ -23,9 +23,11 @@ type meta struct {
 	Seeding bool `json:"seeding,omitempty"`
 }
 
-// metaVersion 2: history in blocks (keys.go); a version 1 directory (one
-// row per order, trade and bill) is refused rather than half read.
-const metaVersion = 2
+// metaVersion 3: a row per finished order and none for working ones
+// (keys.go). Version 2 (a block of the orders each batch created, and a
+// later row per order that changed after) and version 1 (one row per
+// order, trade and bill) are refused rather than half read.
+const metaVersion = 3
 
 func decodeMeta(b []byte) (*meta, error) {
 	var m meta

@@ -84,7 +84,7 @@ func TestNodeBasics(t *testing.T) {
 	if err != nil || len(dep) != 1 || dep[0].Delta != 1_000_000_000 {
 		t.Fatalf("deposit bills of a in USDT: got %+v %v", dep, err)
 	}
-	all, err := n.AllOrders(200, 0, 0, maxTime, 0, 10, nil)
+	all, err := n.AllOrders(b, 200, 0, 0, maxTime, 0, 10, deadline(), nil)
 	if err != nil || len(all) != 1 || all[0].OrderID != sellID {
 		t.Fatalf("all orders of b: got %+v %v", all, err)
 	}
