@@ -372,8 +372,8 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 	}
 	// orders created in this batch last: their ids are higher, and the
 	// latest order with a client id wins
-	k, v = h.writeCIDs(wb, h.later, k, v)
-	k, v = h.writeCIDs(wb, h.orders, k, v)
+	k, v = writeCIDs(wb, h.later, k, v)
+	k, v = writeCIDs(wb, h.orders, k, v)
 	for j := 0; j < h.nub; j++ {
 		b := &h.ub[j]
 		k = userBlockKey(k[:0], b.uid, timeMs, shard, firstSeq)
@@ -391,7 +391,7 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 
 // writeCIDs writes the "c" row of every finished order in orders that has
 // a client-supplied id.
-func (h *histBatch) writeCIDs(wb *pebble.Batch, orders []engine.OrderView, k, v []byte) ([]byte, []byte) {
+func writeCIDs(wb *pebble.Batch, orders []engine.OrderView, k, v []byte) ([]byte, []byte) {
 	for i := range orders {
 		o := &orders[i]
 		if o.Status.Working() || generatedCID(o) {

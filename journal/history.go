@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -187,7 +188,7 @@ var testAfterWorking func()
 // fall between those of the blocks (within the range of the batch that
 // created them). Every order of a key has an id at or above the key's, so
 // an order read is passed on once a key above its id is reached.
-func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64, f func(o *engine.OrderView) bool) error {
+func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64, f func(o *engine.OrderView) bool) (err error) {
 	x.dbMu.RLock()
 	defer x.dbMu.RUnlock()
 	if x.db == nil {
@@ -196,7 +197,6 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 	pfx := [2]byte{pfxOrder, pfxLater}
 	var its [2]*pebble.Iterator
 	var valid [2]bool
-	var err error
 	for i := range its {
 		lower := userOrderKey(nil, pfx[i], uid, m, -1<<63)
 		upper := be.AppendUint16(be.AppendUint64([]byte{pfx[i]}, s64(uid)), uint16(m)+1)
@@ -229,7 +229,7 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 		return true
 	}
 	for err == nil {
-		i := -1 // the iterator at the lower id
+		i := -1 // the iterator at the lower id (ids compare as the keys' last 8 bytes)
 		for j := range its {
 			if valid[j] && (i < 0 || string(its[j].Key()[11:]) < string(its[i].Key()[11:])) {
 				i = j
@@ -243,8 +243,11 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 		if t, err = orderBlockEach(its[i].Key(), its[i].Value(), func(o *engine.OrderView) bool {
 			blk = append(blk, *o)
 			return true
-		}); err != nil || t > endMs || len(blk) == 0 {
+		}); err != nil || t > endMs {
 			break
+		}
+		if len(blk) == 0 {
+			return fmt.Errorf("journal: corrupt order block %x: no orders", its[i].Key())
 		}
 		if !pass(blk[0].OrderID) {
 			return err
@@ -254,7 +257,7 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 		valid[i] = its[i].Next()
 	}
 	if err == nil {
-		pass(1 << 62)
+		pass(math.MaxInt64)
 	}
 	return err
 }

@@ -23,8 +23,9 @@ import (
 //	"u" user(4)                                   the CmdAddUser that registered user index
 //	                                              (record encoding), for OnAddUser after a snapshot
 //
-// The values of "o", "h" and "p" are history blocks (hist.go, doc.go). An
-// order still working has no row: the engine holds it.
+// The values of "o", "l", "h" and "p" are history blocks (hist.go, doc.go;
+// an "l" row is an "o" block of one order). An order still working has no
+// row: the engine holds it.
 const (
 	pfxMeta     = 'm'
 	pfxJournal  = 'j'
