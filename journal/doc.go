@@ -154,13 +154,13 @@
 // finishes: a maker's order placed and cancelled a few batches later costs
 // one key instead of two ("o" at creation and a later-state row at the
 // cancel, version 2 of this layout), which saved 4.5% of the server's CPU
-// under REST load at 24,000 req/s (bench/README.md). An order a batch creates and finishes
-// (a taker, an IOC) still shares its batch's "o" block. The "l" rows'
-// ids fall inside the id ranges of the "o" blocks (an "l" order was created
-// in some block's batch), so allOrders walks both key ranges merged by id
-// and holds a block's orders until the next key's id passes them; an
-// order's lookup by id reads its "l" row, or else the last "o" block whose
-// first id is at or below it.
+// under REST load at 24,000 req/s (bench/README.md). An order a batch
+// creates and finishes (a taker, an IOC) still shares its batch's "o"
+// block. An "l" row's id can fall inside an "o" block's id range (the
+// block of the batch that created it, when that batch finished others), so
+// allOrders walks both key ranges merged by id and holds a block's orders
+// until the next key's id passes them; an order's lookup by id reads its
+// "l" row, or else the last "o" block whose first id is at or below it.
 //
 // Values start with a version byte (1) and use varints (zigzag for signed
 // values) relative to the block's key and header: order ids as steps of
