@@ -96,6 +96,28 @@ import (
 // lower in 11 of 11 rounds, p99 in 10 of 11, for 3-7% more server CPU;
 // against a flat 750 us the 1,000 us top had the lower p99 in 3 of 4
 // rounds at 38,400/s.
+//
+// The low end was 750 us up to 24,000 commands/s (rising to the top at
+// 32,000) until the server's CPU per request fell again (history rows for
+// finished orders only, doc.go) and make bench's half-saturation step came
+// to 28,800/s, on that slope (~0.9 ms): there the server's own p99 was the
+// gap plus an fdatasync (1.8-2.2 ms) and the client's 2.4-2.9 ms in three
+// runs, while a runtime trace showed nothing in the process holding its
+// processor longer than 0.35 ms (bench/README.md). Now 500 us up to 32,000,
+// rising to the top at 40,000, so saturation (above 40,000 since) keeps
+// the same gap. bench/rest-ab.sh at 28,800/s, 6 interleaved rounds, against
+// the rule before: p50 0.57-0.59 against 0.93-0.94 ms (6 of 6), p99
+// 1.79-2.46 (median 2.35) against 2.24-2.70 ms (2.55), lower in 6 of 6, for
+// 12% more server CPU (769 against 685 ticks) and 12% more of the
+// machine's. Three make bench runs each (results/20261125-0336..0355
+// before, -0411..0423 after): half-saturation p99 2.909, 2.403, 2.715 ms
+// against 2.209 (at 32,437/s), 1.926, 2.523 ms; answers over 2 ms there
+// 4.57, 2.54, 3.33% against 1.33, 0.87, 1.40%, the latter mostly (76-88%)
+// in the 10 worst 100 ms windows, i.e. fdatasync stalls (max 9.3 ms); the
+// server's CPU at that step 0.52-0.53 cores against 0.54-0.57; REST/bare
+// 50.8, 50.7, 48.3% against 54.4, 50.7, 50.7%. The lower steps' p99 moved
+// both ways: 11,391/s 1.95-2.04 ms before, 7.07, 2.91 and 1.57 after (two
+// runs with an fdatasync of 9-11 ms in that step).
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them
@@ -110,10 +132,10 @@ const (
 	paceWindow   = 50 * time.Millisecond
 	paceRateOn   = 2500                    // commits/s at which syncs start to be spaced
 	paceRateOff  = 1500                    // ... and below which they stop (hysteresis)
-	paceGap      = 750 * time.Microsecond  // between sync starts while on, up to paceLoadLow
+	paceGap      = 500 * time.Microsecond  // between sync starts while on, up to paceLoadLow
 	paceGapMax   = 1000 * time.Microsecond // ... from paceLoadHigh on
-	paceLoadLow  = 24000                   // commands/s
-	paceLoadHigh = 32000
+	paceLoadLow  = 32000                   // commands/s
+	paceLoadHigh = 40000
 )
 
 // commit counts one applied segment of n commands. Unpaced, a segment is
