@@ -335,11 +335,25 @@ func appendOrder(d []byte, o *engine.OrderView, first, timeMs int64) []byte {
 // order still working at the end of the batch gets no row: the engine
 // answers for it (doc.go).
 func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs int64, k, v []byte) ([]byte, []byte) {
+	// Orders created before this batch first: the "c" rows of the ones it
+	// created then overwrite theirs (higher ids: the latest order with a
+	// client id wins).
+	for i := range h.later {
+		o := &h.later[i]
+		if o.Status.Working() {
+			continue
+		}
+		k = laterKey(k[:0], o.UID, o.Market, o.OrderID)
+		v = appendOrder(appendOrderHeader(v[:0], o), o, o.OrderID, o.TimeMs)
+		wb.Set(k, v, nil)
+		k, v = writeCID(wb, o, k, v)
+	}
 	for i := range h.orders {
 		o := &h.orders[i]
 		if o.Status.Working() {
 			continue
 		}
+		k, v = writeCID(wb, o, k, v)
 		g := ordGroup{o.UID, o.Market}
 		j, ok := h.ords[g]
 		if !ok {
@@ -361,19 +375,6 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 		k = orderBlockKey(k[:0], b.uid, b.m, b.first)
 		wb.Set(k, b.buf, nil)
 	}
-	for i := range h.later {
-		o := &h.later[i]
-		if o.Status.Working() {
-			continue
-		}
-		k = laterKey(k[:0], o.UID, o.Market, o.OrderID)
-		v = appendOrder(appendOrderHeader(v[:0], o), o, o.OrderID, o.TimeMs)
-		wb.Set(k, v, nil)
-	}
-	// orders created in this batch last: their ids are higher, and the
-	// latest order with a client id wins
-	k, v = writeCIDs(wb, h.later, k, v)
-	k, v = writeCIDs(wb, h.orders, k, v)
 	for j := 0; j < h.nub; j++ {
 		b := &h.ub[j]
 		k = userBlockKey(k[:0], b.uid, timeMs, shard, firstSeq)
@@ -389,18 +390,15 @@ func (h *histBatch) write(wb *pebble.Batch, shard int, firstSeq uint64, timeMs i
 	return k, v
 }
 
-// writeCIDs writes the "c" row of every finished order in orders that has
-// a client-supplied id.
-func writeCIDs(wb *pebble.Batch, orders []engine.OrderView, k, v []byte) ([]byte, []byte) {
-	for i := range orders {
-		o := &orders[i]
-		if o.Status.Working() || generatedCID(o) {
-			continue
-		}
-		k = clientIDKey(k[:0], o.UID, o.Market, o.ClientID.Bytes())
-		v = be.AppendUint64(v[:0], s64(o.OrderID))
-		wb.Set(k, v, nil)
+// writeCID writes the "c" row of finished order o if its client id is its
+// own (a generated one names its order).
+func writeCID(wb *pebble.Batch, o *engine.OrderView, k, v []byte) ([]byte, []byte) {
+	if generatedCID(o) {
+		return k, v
 	}
+	k = clientIDKey(k[:0], o.UID, o.Market, o.ClientID.Bytes())
+	v = be.AppendUint64(v[:0], s64(o.OrderID))
+	wb.Set(k, v, nil)
 	return k, v
 }
 

@@ -1,11 +1,9 @@
 package journal
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -159,19 +157,16 @@ func (x *impl) allOrders(u engine.UserIdx, uid int64, m engine.MarketID, startMs
 		limit--
 		return limit > 0
 	}
-	done := false
 	err = x.finishedOrders(uid, m, startMs, endMs, func(h *engine.OrderView) bool {
 		for ; len(working) > 0 && working[0].OrderID <= h.OrderID; working = working[1:] {
 			if working[0].OrderID != h.OrderID && !emit(&working[0]) {
-				done = true
 				return false
 			}
 		}
-		done = !emit(h)
-		return !done
+		return emit(h)
 	})
-	for ; err == nil && !done && len(working) > 0; working = working[1:] {
-		done = !emit(&working[0])
+	for ; err == nil && limit > 0 && len(working) > 0; working = working[1:] {
+		emit(&working[0])
 	}
 	return dst, err
 }
@@ -253,7 +248,7 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 			return err
 		}
 		pend = append(pend, blk...)
-		slices.SortFunc(pend, func(a, b engine.OrderView) int { return cmp.Compare(a.OrderID, b.OrderID) })
+		engine.SortOrders(pend) // creation time, then id: id order here
 		valid[i] = its[i].Next()
 	}
 	if err == nil {
@@ -350,23 +345,21 @@ func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderVi
 		})
 		return err
 	}
-	lower := orderBlockKey(nil, uid, m, -1<<63)
-	upper := orderBlockKey(nil, uid, m, id+1)
-	err := x.viewIter(lower, upper, func(it *pebble.Iterator) error {
-		k := laterKey(nil, uid, m, id)
-		v, c, err := x.db.Get(k)
-		if err == nil {
-			defer c.Close()
-			return find(k, v)
-		}
-		if !errors.Is(err, pebble.ErrNotFound) {
-			return fmt.Errorf("journal: %v", err)
-		}
-		if !it.Last() {
-			return nil
-		}
-		return find(it.Key(), it.Value())
-	})
+	// A Get for the "l" row first: no iterator unless there is none.
+	k := laterKey(nil, uid, m, id)
+	var ferr error
+	row, err := x.get(k, func(v []byte) { ferr = find(k, v) })
+	if err == nil && !row {
+		err = x.viewIter(orderBlockKey(nil, uid, m, -1<<63), orderBlockKey(nil, uid, m, id+1), func(it *pebble.Iterator) error {
+			if !it.Last() {
+				return nil
+			}
+			return find(it.Key(), it.Value())
+		})
+	}
+	if err == nil {
+		err = ferr
+	}
 	if err != nil || !found {
 		return engine.OrderView{}, false, err
 	}
