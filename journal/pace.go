@@ -118,6 +118,20 @@ import (
 // 50.8, 50.7, 48.3% against 54.4, 50.7, 50.7%. The lower steps' p99 moved
 // both ways: 11,391/s 1.95-2.04 ms before, 7.07, 2.91 and 1.57 after (two
 // runs with an fdatasync of 9-11 ms in that step).
+//
+// The top was 1,000 us until make bench's saturation came to sit at
+// 57,665-64,873/s, set by latency again rather than CPU: at 57,600/s the
+// server's CPU 0 was 3% idle plus 8% in I/O wait (/proc/stat, 8 s), so the
+// 128 connections, each waiting for its answer, bounded the rate (128 /
+// 57,600 = 2.2 ms a round trip) while the server still had CPU for more
+// syncs. A 750 us top against 1,000 us, bench/rest-ab.sh at 57,600/s, 3
+// interleaved rounds: p50 1.21-1.25 against 1.42-1.99 ms, p99 4.6, 8.9
+// and 9.8 against 6.6, 17.4 and 17.4 ms (lower in 3 of 3), server CPU
+// 1,172-1,174 against 1,171-1,217 ticks. A flat 500 us against 750 us
+// at 57,600/s, 3 rounds: p99 7.6/18.2/7.9 against 4.5/13.7/9.6 ms, and
+// 2-6% more of the machine's CPU. At 64,800/s every variant queued (p99
+// 25-280 ms): saturation is just below. The low end (up to 32,000/s, the
+// half-saturation step) is unchanged.
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them
@@ -130,11 +144,11 @@ type syncPace struct {
 
 const (
 	paceWindow   = 50 * time.Millisecond
-	paceRateOn   = 2500                    // commits/s at which syncs start to be spaced
-	paceRateOff  = 1500                    // ... and below which they stop (hysteresis)
-	paceGap      = 500 * time.Microsecond  // between sync starts while on, up to paceLoadLow
-	paceGapMax   = 1000 * time.Microsecond // ... from paceLoadHigh on
-	paceLoadLow  = 32000                   // commands/s
+	paceRateOn   = 2500                   // commits/s at which syncs start to be spaced
+	paceRateOff  = 1500                   // ... and below which they stop (hysteresis)
+	paceGap      = 500 * time.Microsecond // between sync starts while on, up to paceLoadLow
+	paceGapMax   = 750 * time.Microsecond // ... from paceLoadHigh on
+	paceLoadLow  = 32000                  // commands/s
 	paceLoadHigh = 40000
 )
 
