@@ -104,20 +104,20 @@ import (
 // gap plus an fdatasync (1.8-2.2 ms) and the client's 2.4-2.9 ms in three
 // runs, while a runtime trace showed nothing in the process holding its
 // processor longer than 0.35 ms (bench/README.md). Now 500 us up to 32,000,
-// rising to the top at 40,000, so saturation (above 40,000 since) keeps
-// the same gap. bench/rest-ab.sh at 28,800/s, 6 interleaved rounds, against
-// the rule before: p50 0.57-0.59 against 0.93-0.94 ms (6 of 6), p99
-// 1.79-2.46 (median 2.35) against 2.24-2.70 ms (2.55), lower in 6 of 6, for
-// 12% more server CPU (769 against 685 ticks) and 12% more of the
-// machine's. Three make bench runs each (results/20261125-0336..0355
-// before, -0411..0423 after): half-saturation p99 2.909, 2.403, 2.715 ms
-// against 2.209 (at 32,437/s), 1.926, 2.523 ms; answers over 2 ms there
-// 4.57, 2.54, 3.33% against 1.33, 0.87, 1.40%, the latter mostly (76-88%)
-// in the 10 worst 100 ms windows, i.e. fdatasync stalls (max 9.3 ms); the
-// server's CPU at that step 0.52-0.53 cores against 0.54-0.57; REST/bare
-// 50.8, 50.7, 48.3% against 54.4, 50.7, 50.7%. The lower steps' p99 moved
-// both ways: 11,391/s 1.95-2.04 ms before, 7.07, 2.91 and 1.57 after (two
-// runs with an fdatasync of 9-11 ms in that step).
+// rising to the top at 40,000, so saturation (above 40,000 since) kept the
+// same gap (1,000 us then). bench/rest-ab.sh at 28,800/s, 6 interleaved
+// rounds, against the rule before: p50 0.57-0.59 against 0.93-0.94 ms (6 of
+// 6), p99 1.79-2.46 (median 2.35) against 2.24-2.70 ms (2.55), lower in 6 of
+// 6, for 12% more server CPU (769 against 685 ticks) and 12% more of the
+// machine's. Three make bench runs each (results/20261125-0336..0355 before,
+// -0411..0423 after): half-saturation p99 2.909, 2.403, 2.715 ms against
+// 2.209 (at 32,437/s), 1.926, 2.523 ms; answers over 2 ms there 4.57, 2.54,
+// 3.33% against 1.33, 0.87, 1.40%, the latter mostly (76-88%) in the 10
+// worst 100 ms windows, i.e. fdatasync stalls (max 9.3 ms); the server's CPU
+// at that step 0.52-0.53 cores against 0.54-0.57; REST/bare 50.8, 50.7,
+// 48.3% against 54.4, 50.7, 50.7%. The lower steps' p99 moved both ways:
+// 11,391/s 1.95-2.04 ms before, 7.07, 2.91 and 1.57 after (two runs with an
+// fdatasync of 9-11 ms in that step).
 //
 // The top was 1,000 us until make bench's saturation came to sit at
 // 57,665-64,873/s, set by latency again rather than CPU: at 57,600/s the
