@@ -23,7 +23,7 @@
 //
 // Under load (pace.go) the shard hands the batch to the committer instead
 // (commit.go), which syncs the batches of every shard together at most once
-// per sync gap (250 us, growing to 750 us as the command rate goes from
+// per sync gap (500 us, growing to 750 us as the command rate goes from
 // 32,000 to 40,000 per second), and goes on applying the next batches (up to
 // maxFlights in flight). Until the committer takes the newest batch, the
 // shard's next drained batches join it if they fall in the same millisecond

@@ -133,21 +133,18 @@ import (
 // 25-280 ms): saturation is just below. The low end (up to 32,000/s, the
 // half-saturation step) is unchanged.
 //
-// The low end was 500 us until make bench's half-saturation step came to
-// sit at 32,437/s (a 514 us gap) with its p99 at 2.04-3.15 ms, the
-// server's CPU there at ~0.52 cores: the server had CPU to spare for more
-// syncs, and the client's p99 was the wait for the next sync slot plus a
-// sync or two. Now 250 us. bench/rest-ab.sh at 32,400/s, 4 interleaved
-// rounds (8 s steps), 500 / 350 / 250 us at the low end (~512 / ~370 /
-// ~275 us at that rate): p99 2.43, 2.02, 2.02, 1.93 / 1.59, 1.97, 1.59,
-// 1.55 / 1.86, 1.28, 1.41, 1.37 ms; server CPU 861-873 / 891-908 /
-// 926-939 ticks (+7% at 250 us), the machine's 1,678-1,700 / 1,817-1,885
-// / 2,002-2,033 (+19%: the kernel worker that runs each AIO fdatasync is
-// counted there). 60 s steps at 32,400/s on a fresh server, which hold
-// flushes and compactions (with the WAL spares preallocated, walspare.go),
-// 2 interleaved rounds: answers over 2 ms 0.94 and 0.93% against 1.17
-// and 1.49%, p99 1.96 and 1.97 against 2.07 and 2.37 ms. Saturation is
-// above paceLoadHigh, where nothing changed.
+// A 250 us low end, tried (2026-11-25) when make bench's half-saturation
+// step sat at 28,833-32,437/s with its p99 at 2.04-3.15 ms: on a fresh
+// server it looked better (bench/rest-ab.sh at 32,400/s, 4 interleaved
+// rounds: p99 1.28-1.86 against 1.93-2.43 ms, for 7% more server CPU and
+// 19% more of the machine's; 60 s steps, 2 rounds, with the WAL spares
+// preallocated (walspare.go) in the 250 us build only: answers over 2 ms
+// 0.93 and 0.94% against 1.17 and 1.49%), but make bench's step comes after the
+// overloaded steps of the saturation search, and there it was worse:
+// REST-only sweeps, 2 interleaved each, half-saturation p99 2.833 and
+// 2.587 ms against 2.035 and 1.913 (~30,000 syncs in the step against
+// ~17,900, WAL fdatasync max 6.8 and 4.5 ms against 4.7 and 2.3); three
+// make bench runs 1.522, 2.095 and 2.775 ms. The low end stays 500 us.
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them
@@ -162,7 +159,7 @@ const (
 	paceWindow   = 50 * time.Millisecond
 	paceRateOn   = 2500                   // commits/s at which syncs start to be spaced
 	paceRateOff  = 1500                   // ... and below which they stop (hysteresis)
-	paceGap      = 250 * time.Microsecond // between sync starts while on, up to paceLoadLow
+	paceGap      = 500 * time.Microsecond // between sync starts while on, up to paceLoadLow
 	paceGapMax   = 750 * time.Microsecond // ... from paceLoadHigh on
 	paceLoadLow  = 32000                  // commands/s
 	paceLoadHigh = 40000

@@ -241,12 +241,15 @@ func (w *journalFS) write(size int64, pause time.Duration) (got int64, err error
 		// extent. Allocated per chunk, the extent tree's index block was
 		// freed and taken again as chunks were converted, and on a file
 		// system mounted with discard (this VM's) every free is a discard
-		// sent to the disk the WAL syncs on: 6,911-7,066 discards in a 60 s
-		// run at 32,400 req/s, against 136 (a flush's deleted files) with
-		// this. WAL fdatasyncs over 1.5 ms in those runs: 101, 133, 179 and
-		// 107 against 225, 134 and 189. (ftrace ext4_free_blocks: a kernel
-		// worker freeing one metadata block of the spare, every ~4 ms.)
-		// If it fails, the chunks allocate as they go.
+		// sent to the disk the WAL syncs on: 6,911-7,066 discards in 62 s
+		// at 32,400 req/s, against 136 (a flush's deleted files) with
+		// this. WAL fdatasyncs over 1.5 ms in those runs (two 60 s steps
+		// each): 101, 133, 179 and 107 against 225, 134 and 189. REST-only benchrun sweeps, 2
+		// interleaved each: half-saturation p99 1.955 and 1.982 ms against
+		// 2.077 and 2.197, WAL fdatasync max 2.8 and 2.1 ms against 9.3
+		// and 5.8. (ftrace ext4_free_blocks: a kernel worker freeing one
+		// metadata block of the spare, every ~4 ms.) If it fails, the
+		// chunks allocate as they go.
 		_ = f.Preallocate(got, size-got)
 	}
 	for ; got < size; got += spareChunk {
