@@ -134,17 +134,19 @@ import (
 // half-saturation step) is unchanged.
 //
 // A 250 us low end, tried (2026-11-25) when make bench's half-saturation
-// step sat at 28,833-32,437/s with its p99 at 2.04-3.15 ms: on a fresh
-// server it looked better (bench/rest-ab.sh at 32,400/s, 4 interleaved
-// rounds: p99 1.28-1.86 against 1.93-2.43 ms, for 7% more server CPU and
-// 19% more of the machine's; 60 s steps, 2 rounds, with the WAL spares
-// preallocated (walspare.go) in the 250 us build only: answers over 2 ms
-// 0.93 and 0.94% against 1.17 and 1.49%), but make bench's step comes after the
-// overloaded steps of the saturation search, and there it was worse:
-// REST-only sweeps, 2 interleaved each, half-saturation p99 2.833 and
-// 2.587 ms against 2.035 and 1.913 (~30,000 syncs in the step against
-// ~17,900, WAL fdatasync max 6.8 and 4.5 ms against 4.7 and 2.3); three
-// make bench runs 1.522, 2.095 and 2.775 ms. The low end stays 500 us.
+// step sat at 32,437/s with its p99 at 2.04-3.15 ms: on a fresh server it
+// looked better (bench/rest-ab.sh at 32,400/s, 4 interleaved rounds: p99
+// 1.28-1.86 against 1.93-2.43 ms, for 7% more server CPU and 19% more of
+// the machine's; 60 s steps, 2 rounds, with the WAL spares preallocated
+// (walspare.go) in the 250 us build only: answers over 2 ms 0.93 and 0.94%
+// against 1.17 and 1.49%), but make bench's step comes after the
+// overloaded steps of the saturation search, and there it was worse even
+// with the preallocation on its side: REST-only sweeps, 2 interleaved
+// each, half-saturation p99 2.833 and 2.587 ms against 2.035 and 1.913
+// (~30,000 syncs in the step against ~17,900, WAL fdatasync max 6.8 and
+// 4.5 ms against 4.7 and 2.3), while the preallocation alone, in sweeps
+// of its own, lowered it (walspare.go); three make bench runs of the 250
+// us build: 1.522, 2.095 and 2.775 ms. The low end stays 500 us.
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them

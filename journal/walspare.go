@@ -235,21 +235,22 @@ func (w *journalFS) write(size int64, pause time.Duration) (got int64, err error
 	zeros := make([]byte, spareChunk)
 	got = st.Size()
 	if got < size {
-		// Allocate the rest at once (unwritten, past the file's end): not
+		// Allocate the rest at once (unwritten, past the file's end), not
 		// a chunk at a time amid the tables' allocations, which split the
-		// file into many extents. Each chunk then converts a piece of one
-		// extent. Allocated per chunk, the extent tree's index block was
-		// freed and taken again as chunks were converted, and on a file
-		// system mounted with discard (this VM's) every free is a discard
-		// sent to the disk the WAL syncs on: 6,911-7,066 discards in 62 s
-		// at 32,400 req/s, against 136 (a flush's deleted files) with
-		// this. WAL fdatasyncs over 1.5 ms in those runs (two 60 s steps
-		// each): 101, 133, 179 and 107 against 225, 134 and 189. REST-only benchrun sweeps, 2
-		// interleaved each: half-saturation p99 1.955 and 1.982 ms against
-		// 2.077 and 2.197, WAL fdatasync max 2.8 and 2.1 ms against 9.3
-		// and 5.8. (ftrace ext4_free_blocks: a kernel worker freeing one
-		// metadata block of the spare, every ~4 ms.) If it fails, the
-		// chunks allocate as they go.
+		// file into many extents; each chunk then converts a piece of one
+		// extent. Allocated per chunk, a metadata block of the spare (the
+		// extent tree's, it seems) was freed and taken again as chunks
+		// were converted (ftrace ext4_free_blocks: a kernel worker freeing
+		// the same block every ~4 ms), and on a file system mounted with
+		// discard (this VM's) every free is a discard sent to the disk the
+		// WAL syncs on: 6,911-7,066 discards in 62 s at 32,400 req/s,
+		// against 136 with this (one burst, when the first flush ended).
+		// WAL fdatasyncs over 1.5 ms in those runs (a 5 s populate and two
+		// 60 s steps each): 101, 133, 179 and 107 against 225, 134 and
+		// 189. REST-only benchrun sweeps, 2 interleaved each:
+		// half-saturation p99 1.955 and 1.982 ms against 2.077 and 2.197,
+		// WAL fdatasync max 2.8 and 2.1 ms against 9.3 and 5.8. If the
+		// allocation fails, the chunks allocate as they go.
 		_ = f.Preallocate(got, size-got)
 	}
 	for ; got < size; got += spareChunk {
