@@ -37,8 +37,18 @@ type Step struct {
 	// Grace bounds how long after the schedule's end requests may still be
 	// sent; requests not started by then are counted as Unsent (and the
 	// step is over-saturated). 0: 5 s.
-	Grace    time.Duration
-	Progress func(p Progress) // called about once a second; may be nil
+	Grace time.Duration
+	// Lead is sent at the same rate before the recorded schedule, as one
+	// schedule, so that the recorded part starts under load rather than
+	// after the pause between steps (this VM's disk answers its first
+	// fdatasyncs after an idle spell 2-5 times slower: bench/README.md).
+	// Its answers are not recorded. 0: none.
+	Lead time.Duration
+	// Recording, if set, is called when the recorded part starts (at the
+	// intended time of its first request), e.g. to read counters that
+	// should cover only it.
+	Recording func()
+	Progress  func(p Progress) // called about once a second; may be nil
 }
 
 // Progress is a running step's state.
@@ -118,10 +128,12 @@ func (g *Generator) Run(s Step) *Result {
 	if s.Grace <= 0 {
 		s.Grace = 5 * time.Second
 	}
-	total := int64(s.Rate * s.Duration.Seconds())
-	if total < 1 {
-		total = 1
+	recorded := int64(s.Rate * s.Duration.Seconds())
+	if recorded < 1 {
+		recorded = 1
 	}
+	lead := int64(s.Rate * s.Lead.Seconds())
+	total := lead + recorded
 	g.next.Store(0)
 	g.sent.Store(0)
 	g.done.Store(0)
@@ -134,8 +146,18 @@ func (g *Generator) Run(s Step) *Result {
 	for _, w := range g.workers {
 		w.reset()
 	}
-	sch := Schedule{Start: time.Now().Add(2 * time.Millisecond), Rate: s.Rate, Total: total}
+	sch := Schedule{Start: time.Now().Add(2 * time.Millisecond), Rate: s.Rate, Total: total, Lead: lead}
 	hardEnd := sch.End().Add(s.Grace)
+	recStart := sch.Intended(lead)
+	var rwg sync.WaitGroup
+	if s.Recording != nil {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			time.Sleep(time.Until(recStart))
+			s.Recording()
+		}()
+	}
 
 	stop := make(chan struct{})
 	var pwg sync.WaitGroup
@@ -171,8 +193,9 @@ func (g *Generator) Run(s Step) *Result {
 	wg.Wait()
 	close(stop)
 	pwg.Wait()
+	rwg.Wait()
 
-	r := &Result{Rate: s.Rate, Duration: s.Duration, Scheduled: total, Hist: NewHistogram(), Pacer: NewHistogram(), ByOp: map[string]*hdrhistogram.Histogram{},
+	r := &Result{Rate: s.Rate, Duration: s.Duration, Scheduled: recorded, Hist: NewHistogram(), Pacer: NewHistogram(), ByOp: map[string]*hdrhistogram.Histogram{},
 		Ops: map[string]int64{}, Errors: map[string]*ErrorKind{}}
 	var last time.Time
 	for _, w := range g.workers {
@@ -181,8 +204,8 @@ func (g *Generator) Run(s Step) *Result {
 			last = w.last
 		}
 	}
-	r.Start = sch.Start
-	r.Elapsed = last.Sub(sch.Start)
+	r.Start = recStart
+	r.Elapsed = last.Sub(recStart)
 	if r.Elapsed < s.Duration {
 		r.Elapsed = s.Duration
 	}
@@ -237,6 +260,7 @@ type Schedule struct {
 	Start time.Time
 	Rate  float64
 	Total int64
+	Lead  int64 // the first Lead requests are sent but not recorded
 }
 
 // Intended returns request i's intended send time.
@@ -356,6 +380,7 @@ func (w *worker) pop() (resting, bool) {
 
 func (w *worker) run(sch *Schedule, hardEnd time.Time) {
 	g := w.g
+	recStart := sch.Intended(sch.Lead)
 	for {
 		i := g.next.Add(1) - 1
 		if i >= sch.Total {
@@ -371,21 +396,33 @@ func (w *worker) run(sch *Schedule, hardEnd time.Time) {
 		// worker was busy: the server is behind) counts from the intended
 		// time, which is what keeps stalls visible.
 		start := intended
+		lead := i < sch.Lead
 		if d := time.Until(intended); d > 0 {
 			time.Sleep(d)
 			start = time.Now()
-			w.res.Pacer.RecordValue(clampLat(start.Sub(intended).Microseconds()))
+			if !lead {
+				w.res.Pacer.RecordValue(clampLat(start.Sub(intended).Microseconds()))
+			}
 		}
 		if time.Now().After(hardEnd) {
 			// The server is so far behind that this request would start
 			// after the step's end plus grace: count it, do not send it.
-			w.res.Unsent++
+			if !lead {
+				w.res.Unsent++
+			}
 			continue
 		}
 		w.next()
 		g.sent.Add(1)
 		o := w.send(time.Now().Add(g.t.Timeout))
 		now := time.Now()
+		if o.kind == outcomeOK && w.wantID && o.id > 0 {
+			w.push(resting{user: int32(w.user), market: int32(w.market), id: o.id})
+		}
+		if lead {
+			g.done.Add(1)
+			continue
+		}
 		lat := clampLat(now.Sub(start).Microseconds())
 		w.res.Hist.RecordValue(lat)
 		oh := w.res.ByOp[w.op]
@@ -394,7 +431,7 @@ func (w *worker) run(sch *Schedule, hardEnd time.Time) {
 			w.res.ByOp[w.op] = oh
 		}
 		oh.RecordValue(lat)
-		if wi := int(now.Sub(sch.Start) / WindowLen); wi >= 0 && wi < maxWindows {
+		if wi := int(now.Sub(recStart) / WindowLen); wi >= 0 && wi < maxWindows {
 			if wi >= len(w.res.Windows) {
 				for len(w.res.Windows) <= wi {
 					w.res.Windows = append(w.res.Windows, Window{})
@@ -418,9 +455,6 @@ func (w *worker) run(sch *Schedule, hardEnd time.Time) {
 		switch o.kind {
 		case outcomeOK:
 			w.res.OK++
-			if w.wantID && o.id > 0 {
-				w.push(resting{user: int32(w.user), market: int32(w.market), id: o.id})
-			}
 		case outcomeRejected:
 			w.res.Rejected++
 			w.res.addError(w.op+" "+o.key, o.msg)

@@ -217,3 +217,57 @@ func TestStallIsCharged(t *testing.T) {
 		t.Errorf("2 ms p99 met in %d of %d windows with answers, want the stall's to miss it", met, windows)
 	}
 }
+
+// TestLeadIsNotRecorded: a step's lead-in is sent at the step's rate but
+// neither counted nor timed; a stall in it is not charged to the step, and
+// Recording is called once, when the recorded part starts.
+func TestLeadIsNotRecorded(t *testing.T) {
+	var mu sync.Mutex
+	served := 0
+	h := func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		served++
+		first := served == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(150 * time.Millisecond)
+		}
+		ctx.SetBodyString(`{"orderId":1}`)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT")
+	g, err := New(Target{Addr: ln.Addr().String(), Users: []Cred{{APIKey: "k", SecretKey: "s"}}, Markets: markets, Conns: 2}, Mix{Place: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var calls int
+	var at time.Time
+	t0 := time.Now()
+	r := g.Run(Step{Rate: 1000, Duration: 300 * time.Millisecond, Lead: 400 * time.Millisecond, Recording: func() {
+		calls++
+		at = time.Now()
+	}})
+	mu.Lock()
+	defer mu.Unlock()
+	if served != 700 {
+		t.Errorf("the target served %d requests, want 400 of lead-in and 300 recorded", served)
+	}
+	if r.Scheduled != 300 || r.Sent != 300 || r.OK != 300 || r.Hist.TotalCount() != 300 || r.Pacer.TotalCount() > 300 {
+		t.Errorf("scheduled %d sent %d ok %d timed %d paced %d, want the 300 recorded requests only",
+			r.Scheduled, r.Sent, r.OK, r.Hist.TotalCount(), r.Pacer.TotalCount())
+	}
+	if m := r.Max(); m >= 100*time.Millisecond {
+		t.Errorf("max = %v: the lead-in's 150 ms stall was charged to the step", m)
+	}
+	if calls != 1 || at.Sub(t0) < 390*time.Millisecond || r.Start.Sub(t0) < 400*time.Millisecond || at.Before(r.Start) {
+		t.Errorf("Recording called %d times, %v after the start, recorded schedule from %v: want once, at the lead-in's end (400 ms)",
+			calls, at.Sub(t0), r.Start.Sub(t0))
+	}
+}

@@ -10,10 +10,10 @@ import (
 // Result is one step's outcome.
 type Result struct {
 	Rate      float64       // offered arrival rate, requests/s
-	Start     time.Time     // when the schedule began (to set against server.log)
+	Start     time.Time     // when the recorded schedule began, after any lead-in (to set against server.log)
 	Duration  time.Duration // schedule length
-	Elapsed   time.Duration // schedule start to the last response
-	Scheduled int64         // requests in the schedule
+	Elapsed   time.Duration // Start to the last response
+	Scheduled int64         // requests in the recorded schedule
 
 	Sent     int64 // requests sent (each has one latency sample)
 	OK       int64 // accepted (order placed / cancelled)

@@ -40,6 +40,7 @@ type Search struct {
 	Duration time.Duration // per step
 	HalfDur  time.Duration // the half-saturation step's length
 	Pause    time.Duration // between steps, for the target to drain
+	Lead     time.Duration // each step's unrecorded lead-in at its rate (load.Step.Lead)
 	Criteria load.Criteria
 	// Deadline: no step starts that could not end (with the
 	// half-saturation step after it) before it. Zero: none.
@@ -104,16 +105,22 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 		if s.ProbeDir != "" {
 			dp50, dmax, _ = fsyncSample(s.ProbeDir, 20)
 		}
-		fmt.Fprintf(progress, "[%s] %s step %s: %.0f req/s for %v (fsync probe p50 %s, max %s ms)\n", name, time.Now().Format("15:04:05.000"), role, rate, dur,
-			load.FormatLatency(dp50), load.FormatLatency(dmax))
+		fmt.Fprintf(progress, "[%s] %s step %s: %.0f req/s for %v after a %v lead-in (fsync probe p50 %s, max %s ms)\n", name, time.Now().Format("15:04:05.000"), role, rate, dur,
+			s.Lead, load.FormatLatency(dp50), load.FormatLatency(dmax))
+		// The counters cover the recorded part of the step, not its lead-in.
 		var sv0 load.Metrics
 		var svErr error
-		if served != nil {
-			sv0, svErr = served()
+		var c0, g0 Counters
+		var t0 time.Time
+		var m0, i0 time.Duration
+		begin := func() {
+			if served != nil {
+				sv0, svErr = served()
+			}
+			c0, g0, t0 = countersOf(probe), procCounters(os.Getpid()), time.Now()
+			m0, i0 = machineBusy()
 		}
-		c0, g0, t0 := countersOf(probe), procCounters(os.Getpid()), time.Now()
-		m0, i0 := machineBusy()
-		r := g.Run(load.Step{Rate: rate, Duration: dur, Progress: func(p load.Progress) {
+		r := g.Run(load.Step{Rate: rate, Duration: dur, Lead: s.Lead, Recording: begin, Progress: func(p load.Progress) {
 			fmt.Fprintf(progress, "[%s]   %s\n", name, load.FormatProgress(p))
 		}})
 		m1, i1 := machineBusy()
@@ -151,7 +158,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 	// fits reports whether a step of dur (plus the half-saturation step)
 	// can still finish before the deadline.
 	fits := func(dur time.Duration) bool {
-		ahead := dur + s.HalfDur + 2*s.Pause + s.Duration/2
+		ahead := dur + s.HalfDur + 2*(s.Pause+s.Lead) + s.Duration/2
 		if s.Turn != nil {
 			ahead *= 2 // the other sweep's steps come in between
 		}

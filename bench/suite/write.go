@@ -70,8 +70,8 @@ func writeReport(r *Run) (string, error) {
 	if s.Retry {
 		retry = "a failing step is run once more and the second run decides (both shown)"
 	}
-	t.Add("rate steps", fmt.Sprintf("from %.0f/s, ×%.2f while passing (max %.0f/s), %d bisection steps, %v each, %s; half-saturation step %v; %v pause between steps; 1 s unrecorded warm-up",
-		s.Start, s.Factor, s.Max, s.Refine, s.Duration, retry, s.HalfDur, s.Pause))
+	t.Add("rate steps", fmt.Sprintf("from %.0f/s, ×%.2f while passing (max %.0f/s), %d bisection steps, %v each, %s; half-saturation step %v; %v pause between steps, then %v at the step's rate unrecorded before each step; 1 s unrecorded warm-up before the first",
+		s.Start, s.Factor, s.Max, s.Refine, s.Duration, retry, s.HalfDur, s.Pause, s.Lead))
 	if r.ServerArgs != "" {
 		t.Add("server", "`"+r.ServerArgs+"` (config: ["+r.ConfigFile+"]("+r.ConfigFile+"), rate limits disabled; log: ["+r.ServerLog+"]("+r.ServerLog+"))")
 	}

@@ -48,6 +48,7 @@ func main() {
 	step := flag.Duration("step", 5*time.Second, "length of each rate step")
 	halfStep := flag.Duration("half-step", 10*time.Second, "length of the half-saturation step")
 	pause := flag.Duration("pause", 500*time.Millisecond, "pause between steps")
+	lead := flag.Duration("lead", 300*time.Millisecond, "each step's unrecorded lead-in at its rate, so that what is recorded starts under load (bench/README.md: this VM's disk after an idle spell)")
 	satP99 := flag.Duration("sat-p99", 20*time.Millisecond, "saturation criterion: p99 at most this")
 	satAch := flag.Float64("sat-achieved", 0.95, "saturation criterion: achieved/offered at least this")
 	satErr := flag.Float64("sat-errors", 0.01, "saturation criterion: failed+unsent fraction at most this")
@@ -133,7 +134,7 @@ func main() {
 		Quick:      *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
 		Place: *place, Take: *take, Populate: *populate,
 		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine, Retry: *retry,
-			Duration: *step, HalfDur: *halfStep, Pause: *pause,
+			Duration: *step, HalfDur: *halfStep, Pause: *pause, Lead: *lead,
 			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
 		Budget: *budget, SweepReserve: *sweepReserve,
 		BenchTime: *benchtime, JournalBenchTime: *journalBenchtime, EngineCount: *engineCount, BenchTimeout: *benchTimeout,

@@ -43,6 +43,8 @@ func main() {
 	hgrm := flag.String("hgrm", "", "directory to write each step's percentile distribution (.hgrm)")
 	serveBare := flag.String("serve-bare", "", "serve the bare 200-only fasthttp target on this address and do nothing else")
 	timeline := flag.Duration("timeline", 0, "after each step, print its timeline in slices of this length (answers, those over 2 ms, max; 0: none)")
+	pause := flag.Duration("pause", 0, "idle time between steps (make bench's sweeps pause 500ms)")
+	lead := flag.Duration("lead", 0, "before each step, this long at its rate unrecorded (make bench's sweeps: 300ms)")
 	cpuProfile := flag.String("cpuprofile", "", "write the generator's CPU profile to this file")
 	flag.Parse()
 	log.SetFlags(0)
@@ -98,12 +100,15 @@ func main() {
 		log.Printf("populated %d orders per market in %v (%d failed %s)", *populate, time.Since(t0).Round(time.Millisecond), failed, first)
 	}
 	fmt.Println(load.StepHeader())
-	for _, rs := range strings.Split(*rates, ",") {
+	for i, rs := range strings.Split(*rates, ",") {
+		if i > 0 {
+			time.Sleep(*pause)
+		}
 		rate, err := strconv.ParseFloat(strings.TrimSpace(rs), 64)
 		if err != nil || rate <= 0 {
 			log.Fatalf("loadgen: bad rate %q", rs)
 		}
-		r := g.Run(load.Step{Rate: rate, Duration: *duration, Progress: func(p load.Progress) {
+		r := g.Run(load.Step{Rate: rate, Duration: *duration, Lead: *lead, Progress: func(p load.Progress) {
 			fmt.Fprintln(os.Stderr, "  ", load.FormatProgress(p))
 		}})
 		fmt.Println(load.StepLine(r))
