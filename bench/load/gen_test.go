@@ -166,33 +166,9 @@ func TestGeneratorAgainstSigningFake(t *testing.T) {
 // server stalls, every request due during the stall is charged the wait,
 // not only the one that was in flight.
 func TestStallIsCharged(t *testing.T) {
-	var mu sync.Mutex
-	stalled := false
-	h := func(ctx *fasthttp.RequestCtx) {
-		mu.Lock()
-		first := !stalled
-		stalled = true
-		mu.Unlock()
-		if first {
-			time.Sleep(200 * time.Millisecond)
-		}
-		ctx.SetBodyString(`{"orderId":1}`)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: h}
-	go srv.Serve(ln)
-	defer srv.Shutdown()
-	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT")
 	// One connection: a closed-loop tester would send nothing during the
 	// stall and record a single slow request.
-	g, err := New(Target{Addr: ln.Addr().String(), Users: []Cred{{APIKey: "k", SecretKey: "s"}}, Markets: markets, Conns: 1}, Mix{Place: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g, _ := stallingTarget(t, 200*time.Millisecond, 1)
 	r := g.Run(Step{Rate: 1000, Duration: 400 * time.Millisecond})
 	// About 200 of the 400 requests were due during the stall; their waits
 	// range down from 200 ms, so p75 is about 100 ms. A closed-loop tester
@@ -222,31 +198,7 @@ func TestStallIsCharged(t *testing.T) {
 // neither counted nor timed; a stall in it is not charged to the step, and
 // Recording is called once, when the recorded part starts.
 func TestLeadIsNotRecorded(t *testing.T) {
-	var mu sync.Mutex
-	served := 0
-	h := func(ctx *fasthttp.RequestCtx) {
-		mu.Lock()
-		served++
-		first := served == 1
-		mu.Unlock()
-		if first {
-			time.Sleep(150 * time.Millisecond)
-		}
-		ctx.SetBodyString(`{"orderId":1}`)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: h}
-	go srv.Serve(ln)
-	defer srv.Shutdown()
-	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT")
-	g, err := New(Target{Addr: ln.Addr().String(), Users: []Cred{{APIKey: "k", SecretKey: "s"}}, Markets: markets, Conns: 2}, Mix{Place: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g, served := stallingTarget(t, 150*time.Millisecond, 2)
 	var calls int
 	var at time.Time
 	t0 := time.Now()
@@ -254,10 +206,8 @@ func TestLeadIsNotRecorded(t *testing.T) {
 		calls++
 		at = time.Now()
 	}})
-	mu.Lock()
-	defer mu.Unlock()
-	if served != 700 {
-		t.Errorf("the target served %d requests, want 400 of lead-in and 300 recorded", served)
+	if n := served(); n != 700 {
+		t.Errorf("the target served %d requests, want 400 of lead-in and 300 recorded", n)
 	}
 	if r.Scheduled != 300 || r.Sent != 300 || r.OK != 300 || r.Hist.TotalCount() != 300 || r.Pacer.TotalCount() > 300 {
 		t.Errorf("scheduled %d sent %d ok %d timed %d paced %d, want the 300 recorded requests only",
@@ -269,5 +219,42 @@ func TestLeadIsNotRecorded(t *testing.T) {
 	if calls != 1 || at.Sub(t0) < 390*time.Millisecond || r.Start.Sub(t0) < 400*time.Millisecond || at.Before(r.Start) {
 		t.Errorf("Recording called %d times, %v after the start, recorded schedule from %v: want once, at the lead-in's end (400 ms)",
 			calls, at.Sub(t0), r.Start.Sub(t0))
+	}
+}
+
+// stallingTarget serves orders on loopback, holding the first request for
+// stall, and returns a generator with conns connections to it (closed with
+// the test) and a count of the requests served.
+func stallingTarget(t *testing.T, stall time.Duration, conns int) (*Generator, func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	served := 0
+	h := func(ctx *fasthttp.RequestCtx) {
+		mu.Lock()
+		served++
+		first := served == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(stall)
+		}
+		ctx.SetBodyString(`{"orderId":1}`)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown() })
+	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT")
+	g, err := New(Target{Addr: ln.Addr().String(), Users: []Cred{{APIKey: "k", SecretKey: "s"}}, Markets: markets, Conns: conns}, Mix{Place: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return g, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return served
 	}
 }
