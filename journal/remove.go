@@ -34,11 +34,11 @@ func (w *journalFS) Remove(name string) error {
 // The pause after each step sets the rate the blocks are freed at. On this
 // machine each freed extent goes to the disk as a discard, and a burst of
 // them slows the WAL's fdatasyncs. REST-only benchrun sweeps with a build
-// that recorded every sync (2026-11-25): after a compaction ended, its
-// inputs (~70 MB of L0 tables) freed at up to 256 MB/s (a 1 ms pause), 86
-// of the 818 syncs of the next 0.5 s took over 1.5 ms (4-5 per 0.5 s over
-// the sweep); freed at 16 MB/s, the ~4 s after a compaction's end held 0-9
-// per 0.5 s. While compactions are paced (tablepace.go) tables are written
+// that recorded every AIO sync (WAL, tables, spares; 2026-11-25): after a
+// compaction ended, its inputs (~70 MB of L0 tables) freed at up to 256
+// MB/s (a 1 ms pause), 35 of the 410 syncs of the next 0.5 s took over 1.5
+// ms (2.9 per 0.5 s over the sweep); freed at 16 MB/s, the ~4 s after a
+// compaction's end held 0-9 per 0.5 s (4.1 over that sweep). While compactions are paced (tablepace.go) tables are written
 // at no more than 4 MB/s, so freeing at 16 MB/s keeps up; when they are
 // not (L0 deep), neither is this.
 const (
