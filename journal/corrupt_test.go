@@ -237,6 +237,42 @@ func newestWAL(t *testing.T, dir string) string {
 
 // walEnd returns where the records of a WAL file end: it is written onto
 // a spare of zeros (walspare.go), so the file goes on past them.
+// walPayloadAt returns off if it lies in a chunk's payload in the Pebble
+// WAL b, or else the first payload byte after it. A WAL is read in 32 KiB
+// blocks of chunks, each a header (checksum 4, length 2, type 1, and for
+// the recyclable and sync-offset types a log number 4, and for the latter
+// a sync offset 8) and then length payload bytes; a block's tail too short
+// for a header is zeros.
+func walPayloadAt(t *testing.T, b []byte, off int) int {
+	t.Helper()
+	const block = 32 << 10
+	for blk := 0; blk < len(b); blk += block {
+		lim := min(blk+block, len(b))
+		for p := blk; p+7 <= lim; {
+			length, typ := int(le.Uint16(b[p+4:])), b[p+6]
+			var hdr int
+			switch {
+			case typ >= 1 && typ <= 4:
+				hdr = 7
+			case typ >= 5 && typ <= 8:
+				hdr = 11
+			case typ >= 9 && typ <= 12:
+				hdr = 19
+			default: // zeros: the rest of the block is padding
+				p = lim
+				continue
+			}
+			start, stop := p+hdr, p+hdr+length
+			if off < stop && length > 0 {
+				return max(off, start)
+			}
+			p = stop
+		}
+	}
+	t.Fatalf("no WAL chunk payload at or after offset %d of %d", off, len(b))
+	return 0
+}
+
 func walEnd(b []byte) int {
 	n := len(b)
 	for n > 0 && b[n-1] == 0 {
@@ -351,7 +387,13 @@ func TestFlippedByteWAL(t *testing.T) {
 	if end < 3*32<<10 {
 		t.Fatalf("WAL of %d bytes: too small for a flip before its last block", end)
 	}
-	b[end/3] ^= 0x01
+	// The flip goes into a chunk's payload: Pebble reads a record's
+	// first chunk whose log number is the WAL's own plus one as an EOF
+	// trailer, a clean end, so a flip of that bit (the WAL's number is
+	// even) would drop the rest of the WAL without an error. That is a
+	// limit of Pebble's format, and this test once hit it (its records
+	// move with timing).
+	b[walPayloadAt(t, b, end/3)] ^= 0x01
 	if err := os.WriteFile(wal, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
