@@ -94,10 +94,10 @@
 // gap-free. Records before the newest snapshot are not read by a normal
 // start; the audit tool's full replay (Options.FullReplay) reads them all.
 //
-// Not detected (a limit of Pebble's WAL format, v2.1.7): a chunk header is
-// not covered by its checksum up to its log number, and a record's first
-// chunk whose log number is the WAL's own plus one is read as the trailer
-// Pebble writes when it closes a WAL, a clean end. So one flipped bit there
+// Not detected (a limit of Pebble's WAL reader, v2.1.7): a chunk's log
+// number is checked before its checksum, and a record's first chunk whose
+// log number is the WAL's own plus one is taken, unverified, for the
+// trailer Pebble writes when it closes a WAL: a clean end. So one flipped bit there
 // (the lowest of an even WAL number) ends the WAL at that record without
 // an error, and the records after it are dropped; a flip anywhere else in a
 // chunk is refused as above. Checked by hand on 2026-11-25 (a flip of that
