@@ -99,8 +99,8 @@
 // log number is the WAL's own plus one is taken, unverified, for the
 // trailer Pebble writes when it closes a WAL: a clean end. So one flipped bit there
 // (the lowest of an even WAL number) ends the WAL at that record without
-// an error, and the records after it are dropped; a flip anywhere else in a
-// chunk is refused as above. Checked by hand on 2026-11-25 (a flip of that
+// an error, and the records after it are dropped; a flip in a chunk's
+// payload is refused as above. Checked by hand on 2026-11-25 (a flip of that
 // bit in the newest WAL of TestFlippedByteWAL's image: Open succeeded);
 // telling it apart would need a scan of the newest WAL before Open for
 // synced chunks after such a trailer (a real trailer has no payload).
