@@ -1,11 +1,13 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -237,40 +239,85 @@ func newestWAL(t *testing.T, dir string) string {
 
 // walEnd returns where the records of a WAL file end: it is written onto
 // a spare of zeros (walspare.go), so the file goes on past them.
+// TestWALTrailerFlip flips the bit that makes a record's first chunk in
+// the newest WAL claim the next WAL's number: Pebble alone reads that as
+// the WAL's end trailer and drops the records after it without an error
+// (checked with pebble.Open below); Open refuses (walcheck.go). The same
+// image with the chunk's own number put back opens.
+func TestWALTrailerFlip(t *testing.T) {
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadBatches(t, n, 90, 80)
+	img := filepath.Join(t.TempDir(), "img")
+	crashImage(t, n, img)
+	n.Close()
+	wal := newestWAL(t, img)
+	good, err := os.ReadFile(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, before, err := journalTags(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first record that starts after the WAL's first third.
+	end, at := walEnd(good), -1
+	walChunks(good, func(p, hdr, length int, first bool, logNum uint32) bool {
+		if p > end/3 && first && hdr >= 11 && length > 0 {
+			at = p + 7
+			return false
+		}
+		return true
+	})
+	if at < 0 {
+		t.Fatal("no record starts after the WAL's first third")
+	}
+	bad := bytes.Clone(good)
+	num := le.Uint32(bad[at:])
+	le.PutUint32(bad[at:], num+1)
+	if err := os.WriteFile(wal, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, after, err := journalTags(img)
+	if err != nil {
+		t.Fatalf("Pebble refuses the flip itself now (%v): walcheck.go may be unneeded", err)
+	}
+	if slices.Equal(before, after) {
+		t.Fatal("Pebble read the whole WAL past the flipped chunk: the test does not flip what it means to")
+	}
+	if _, err := Open(testOptions(t, img)); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("open with a chunk numbered as the next WAL's end: got %v, want a refusal", err)
+	} else {
+		t.Logf("refused as expected: %v", err)
+	}
+	if _, err := Open(Options{Dir: img, ReadOnly: true, FullReplay: true}); err == nil {
+		t.Fatal("read-only open with a chunk numbered as the next WAL's end: got no error")
+	}
+	if err := os.WriteFile(wal, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reopenImage(t, img)
+}
+
 // walPayloadAt returns off if it lies in a chunk's payload in the Pebble
-// WAL b, or else the first payload byte after it. A WAL is read in 32 KiB
-// blocks of chunks, each a header (checksum 4, length 2, type 1, and for
-// the recyclable and sync-offset types a log number 4, and for the latter
-// a sync offset 8) and then length payload bytes; a block's tail too short
-// for a header is zeros.
+// WAL b, or else the first payload byte after it.
 func walPayloadAt(t *testing.T, b []byte, off int) int {
 	t.Helper()
-	const block = 32 << 10
-	for blk := 0; blk < len(b); blk += block {
-		lim := min(blk+block, len(b))
-		for p := blk; p+7 <= lim; {
-			length, typ := int(le.Uint16(b[p+4:])), b[p+6]
-			var hdr int
-			switch {
-			case typ >= 1 && typ <= 4:
-				hdr = 7
-			case typ >= 5 && typ <= 8:
-				hdr = 11
-			case typ >= 9 && typ <= 12:
-				hdr = 19
-			default: // zeros: the rest of the block is padding
-				p = lim
-				continue
-			}
-			start, stop := p+hdr, p+hdr+length
-			if off < stop && length > 0 {
-				return max(off, start)
-			}
-			p = stop
+	at := -1
+	walChunks(b, func(p, hdr, length int, _ bool, _ uint32) bool {
+		if off < p+hdr+length && length > 0 {
+			at = max(off, p+hdr)
+			return false
 		}
+		return true
+	})
+	if at < 0 {
+		t.Fatalf("no WAL chunk payload at or after offset %d of %d", off, len(b))
 	}
-	t.Fatalf("no WAL chunk payload at or after offset %d of %d", off, len(b))
-	return 0
+	return at
 }
 
 func walEnd(b []byte) int {
@@ -387,12 +434,9 @@ func TestFlippedByteWAL(t *testing.T) {
 	if end < 3*32<<10 {
 		t.Fatalf("WAL of %d bytes: too small for a flip before its last block", end)
 	}
-	// The flip goes into a chunk's payload: Pebble reads a record's
-	// first chunk whose log number is the WAL's own plus one as an EOF
-	// trailer, a clean end, so a flip of that bit (the WAL's number is
-	// even) would drop the rest of the WAL without an error. That is a
-	// limit of Pebble's format, and this test once hit it (its records
-	// move with timing).
+	// The flip goes into a chunk's payload: a flip of the one header bit
+	// Pebble reads as the WAL's end is TestWALTrailerFlip's (this test
+	// once hit it: where records start moves with timing).
 	b[walPayloadAt(t, b, end/3)] ^= 0x01
 	if err := os.WriteFile(wal, b, 0o644); err != nil {
 		t.Fatal(err)

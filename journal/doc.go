@@ -94,16 +94,14 @@
 // gap-free. Records before the newest snapshot are not read by a normal
 // start; the audit tool's full replay (Options.FullReplay) reads them all.
 //
-// Not detected (a limit of Pebble's WAL reader, v2.1.7): a chunk's log
-// number is checked before its checksum, and a record's first chunk whose
-// log number is the WAL's own plus one is taken, unverified, for the
-// trailer Pebble writes when it closes a WAL: a clean end. So one flipped bit there
-// (the lowest of an even WAL number) ends the WAL at that record without
-// an error, and the records after it are dropped; a flip in a chunk's
-// payload is refused as above. Checked by hand on 2026-11-25 (a flip of that
-// bit in the newest WAL of TestFlippedByteWAL's image: Open succeeded);
-// telling it apart would need a scan of the newest WAL before Open for
-// synced chunks after such a trailer (a real trailer has no payload).
+// One corruption Pebble's WAL reader (v2.1.7) does not report: it checks a
+// chunk's log number before its checksum, and takes a record's first chunk
+// numbered one past its WAL, unverified, for the trailer it writes when it
+// closes a WAL (an empty chunk): a clean end. One flipped bit there (the
+// lowest of an even WAL number) would drop every record after it without
+// an error. So Open first reads each WAL up to its first chunk of another
+// number and refuses one that claims the next number with a payload
+// (walcheck.go; TestWALTrailerFlip).
 //
 // # Snapshots
 //

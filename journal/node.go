@@ -83,6 +83,11 @@ func open(o Options) (*Node, error) {
 	if !exists && o.ReadOnly {
 		return nil, fmt.Errorf("journal: %s does not exist", o.Dir)
 	}
+	if exists {
+		if err := checkWALs(o.Dir); err != nil {
+			return nil, err
+		}
+	}
 	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: quietLogger{x.logf},
 		// A drained batch of 4096 commands with their history rows is a few
 		// MB: with the 4 MB default every such batch would be flushed to L0
