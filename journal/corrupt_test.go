@@ -237,28 +237,13 @@ func newestWAL(t *testing.T, dir string) string {
 	return logs[len(logs)-1]
 }
 
-// walEnd returns where the records of a WAL file end: it is written onto
-// a spare of zeros (walspare.go), so the file goes on past them.
 // TestWALTrailerFlip flips the bit that makes a record's first chunk in
 // the newest WAL claim the next WAL's number: Pebble alone reads that as
 // the WAL's end trailer and drops the records after it without an error
 // (checked with pebble.Open below); Open refuses (walcheck.go). The same
 // image with the chunk's own number put back opens.
 func TestWALTrailerFlip(t *testing.T) {
-	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadBatches(t, n, 90, 80)
-	img := filepath.Join(t.TempDir(), "img")
-	crashImage(t, n, img)
-	n.Close()
-	wal := newestWAL(t, img)
-	good, err := os.ReadFile(wal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img, wal, good := walImage(t)
 	_, before, err := journalTags(img)
 	if err != nil {
 		t.Fatal(err)
@@ -302,6 +287,27 @@ func TestWALTrailerFlip(t *testing.T) {
 	reopenImage(t, img)
 }
 
+// walImage writes 90 batches of 80 commands, takes a crash image of the
+// directory (crashImage) and returns it, its newest WAL and that WAL's bytes.
+func walImage(t *testing.T) (img, wal string, b []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	n, err := Open(testOptions(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadBatches(t, n, 90, 80)
+	img = filepath.Join(t.TempDir(), "img")
+	crashImage(t, n, img)
+	n.Close()
+	wal = newestWAL(t, img)
+	b, err = os.ReadFile(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img, wal, b
+}
+
 // walPayloadAt returns off if it lies in a chunk's payload in the Pebble
 // WAL b, or else the first payload byte after it.
 func walPayloadAt(t *testing.T, b []byte, off int) int {
@@ -320,6 +326,8 @@ func walPayloadAt(t *testing.T, b []byte, off int) int {
 	return at
 }
 
+// walEnd returns where the records of a WAL file end: it is written onto
+// a spare of zeros (walspare.go), so the file goes on past them.
 func walEnd(b []byte) int {
 	n := len(b)
 	for n > 0 && b[n-1] == 0 {
@@ -413,20 +421,7 @@ func reopenImage(t *testing.T, img string) ([32]byte, []uint64) {
 // Pebble finds valid records after the bad chunk and refuses to open
 // (ErrCorruption) rather than silently dropping them.
 func TestFlippedByteWAL(t *testing.T) {
-	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadBatches(t, n, 90, 80)
-	img := filepath.Join(t.TempDir(), "img")
-	crashImage(t, n, img)
-	n.Close()
-	wal := newestWAL(t, img)
-	b, err := os.ReadFile(wal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img, wal, b := walImage(t)
 	// Pebble can only tell corruption from a torn tail when synced chunks
 	// follow in a later 32 KB block: a flip inside the last block reads as
 	// a torn tail (TestTornWALTail). So the WAL must span several blocks.
@@ -444,7 +439,7 @@ func TestFlippedByteWAL(t *testing.T) {
 	if _, _, err := journalTags(img); err == nil {
 		t.Fatal("read-only Pebble open with a flipped byte in the middle of the WAL: got no error")
 	}
-	_, err = Open(testOptions(t, img))
+	_, err := Open(testOptions(t, img))
 	if err == nil {
 		t.Fatal("open with a flipped byte in the middle of the WAL: got no error")
 	}
