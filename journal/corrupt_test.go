@@ -240,7 +240,7 @@ func newestWAL(t *testing.T, dir string) string {
 // TestWALTrailerFlip flips the bit that makes a record's first chunk in
 // the newest WAL claim the next WAL's number: Pebble alone reads that as
 // the WAL's end trailer and drops the records after it without an error
-// (checked with pebble.Open below); Open refuses (walcheck.go). The same
+// (journalTags, a plain read-only pebble.Open); Open refuses (walcheck.go). The same
 // image with the chunk's own number put back opens.
 func TestWALTrailerFlip(t *testing.T) {
 	img, wal, good := walImage(t)
