@@ -87,12 +87,6 @@ func newJournalFS(fs vfs.FS, dir string, max int64, logf func(string, ...any)) (
 		return nil, err
 	}
 	w.syncer, w.spareSync, w.tableSync = newAsyncSync(), newAsyncSync(), newAsyncSync()
-	if t, err := startSyncThread(rtSyncPrio); err == nil {
-		w.syncer.t = t
-		logf("journal: WAL syncs on a real-time thread (SCHED_FIFO %d, thread %d)", rtSyncPrio, t.tid)
-	} else {
-		logf("journal: WAL syncs through AIO (no real-time sync thread: %v)", err)
-	}
 	if st, err := fs.Stat(w.spare); err == nil {
 		w.size, w.ready = st.Size(), true
 	} else if size, err := w.write(w.next, 0); err != nil { // nothing to share the disk with yet

@@ -26,8 +26,7 @@ type asyncSync struct {
 	cbp  [1]*iocb
 	done [1]ioEvent
 	buf  [8]byte
-	t    *syncThread // if set, syncs go to it instead (rtsync.go)
-	n    int         // syncs done through AIO or t (tests)
+	n    int // syncs done through AIO (tests)
 }
 
 // struct iocb and struct io_event of linux/aio_abi.h (little-endian).
@@ -79,14 +78,7 @@ func (s *asyncSync) syncData(f vfs.File) error {
 	fd := f.Fd()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fd == vfs.InvalidFd {
-		return f.SyncData()
-	}
-	if s.t != nil {
-		s.n++
-		return s.t.syncData(fd)
-	}
-	if s.ctx == 0 {
+	if s.ctx == 0 || fd == vfs.InvalidFd {
 		return f.SyncData()
 	}
 	s.cb = iocb{opcode: iocbCmdFdsync, fd: uint32(fd), flags: iocbFlagResfd, resfd: uint32(s.ev.Fd())}
@@ -130,12 +122,8 @@ func (s *asyncSync) close() {
 }
 
 // closeLocked destroys the context, after what is in flight on it, and
-// stops the sync thread; later syncs are made in place. s.mu is held.
+// leaves later syncs in place. s.mu is held.
 func (s *asyncSync) closeLocked() {
-	if s.t != nil {
-		s.t.stop()
-		s.t = nil
-	}
 	if s.ctx != 0 {
 		syscall.Syscall(unix.SYS_IO_DESTROY, s.ctx, 0, 0)
 		s.ev.Close()

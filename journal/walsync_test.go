@@ -12,10 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestAsyncSync: a WAL's data syncs go to the real-time sync thread or
-// through AIO, and the spare writer's through AIO (counted: each of three
-// syncs in a row is answered, so the next can be asked), other files keep
-// their own syncs, and a file the kernel
+// TestAsyncSync: a WAL's data syncs, and the spare writer's, go through
+// AIO (counted: each of three syncs in a row is reaped, so the next can be
+// submitted), other files keep their own syncs, and a file the kernel
 // cannot fsync gets its error, not a hang: AIO refuses it and the sync in
 // place reports it.
 func TestAsyncSync(t *testing.T) {
@@ -39,7 +38,7 @@ func TestAsyncSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := w.syncer.count(); n != i {
-			t.Fatalf("after %d syncs, %d went to the sync thread or through AIO", i, n)
+			t.Fatalf("after %d syncs, %d went through AIO", i, n)
 		}
 	}
 	if err := f.Close(); err != nil {
