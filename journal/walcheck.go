@@ -57,10 +57,10 @@ func checkWAL(name string, num uint32, buf []byte) error {
 	}
 	for off := 0; ; off += walBlockSize {
 		n, err := io.ReadFull(f, buf)
-		if n == 0 || !walBlock(buf[:n], off, check) {
-			break
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			return fmt.Errorf("journal: %s: %v", name, err)
 		}
-		if err != nil { // a short last block, read and checked
+		if n == 0 || !walBlock(buf[:n], off, check) || err != nil { // err: a short last block, checked
 			break
 		}
 	}
