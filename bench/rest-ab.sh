@@ -4,10 +4,11 @@
 # change on a shared VM whose speed moves from one minute to the next.
 # Each run starts the server on an empty data directory, creates 100 users
 # with 500 resting orders per market and warms up at 15,000 req/s for 5 s
-# (loadgen; WARM=RATE,RATE,... runs 5 s steps at those rates instead, 0.5 s
-# apart: e.g. WARM=25000,38000,57000,48000,52000,55000 puts the server
-# through overloaded steps like make bench's saturation search before the
-# measured ones, which is where make bench reads its half-saturation p99),
+# (loadgen; WARM=RATE,RATE,... runs 5 s steps at those rates instead, each
+# after a 0.5 s pause and a 300 ms lead-in, as make bench's are: e.g.
+# WARM=25000,38000,57000,48000,52000,55000 puts the server through
+# overloaded steps like make bench's saturation search before the measured
+# ones, which is where make bench reads its half-saturation p99),
 # then runs one loadgen with two 8 s steps at RATE req/s and prints the
 # second step's p50 / p99 / p99.9 / max (ms), and the server's
 # CPU ticks (1/100 s, user + system) over both steps and the whole
@@ -56,7 +57,11 @@ while [ "$round" -le "$rounds" ]; do
 			kill -0 "$pid" 2>/dev/null || { cat "$d/server.log" >&2; exit 1; }
 			sleep 0.1
 		done
-		gen -populate 500 -rate "${WARM:-15000}" -duration 5s -pause 500ms -lead 300ms >/dev/null 2>&1
+		if [ -n "${WARM:-}" ]; then
+			gen -populate 500 -rate "$WARM" -duration 5s -pause 500ms -lead 300ms >/dev/null 2>&1
+		else
+			gen -populate 500 -rate 15000 -duration 5s >/dev/null 2>&1
+		fi
 		c0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 		m0=$(awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat)
 		res=$(gen -rate "$rate,$rate" -duration 8s 2>&1 | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {r = sprintf("achieved %s p50 %s p99 %s p99.9 %s max %s", $2, $6, $7, $8, $9)} END {print r}')
