@@ -11,8 +11,9 @@ import (
 )
 
 // TestCPUsFlag: -cpus keeps every thread of the server on the list (the
-// re-executed process included: sysmon.go), the server serves, and a bad
-// list stops it at start with a message naming the flag.
+// re-executed process included: sysmon.go) with one Go processor more than
+// CPUs, the server serves, and a bad list stops it at start with a message
+// naming the flag.
 func TestCPUsFlag(t *testing.T) {
 	s := startServer(t, "", "-cpus", "0")
 	var cpu0 unix.CPUSet
@@ -29,6 +30,9 @@ func TestCPUsFlag(t *testing.T) {
 	}
 	s.ok(req{method: "GET", path: "/api/v3/time"}, nil)
 	s.stop()
+	if !strings.Contains(s.log.String(), "cpus 0: 2 Go processors") { // read once the server has exited
+		t.Errorf("log %q: want one Go processor more than CPUs (cpus 0: 2 Go processors)", s.log.String())
+	}
 
 	for _, bad := range []string{"x", "1-0", "1023"} {
 		out, err := exec.Command(binPath, "-cpus", bad, "-data", t.TempDir()).CombinedOutput()

@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -25,14 +26,23 @@ func main() {
 	recvWindow := flag.Duration("recv-window", 30*time.Second, "accepted clock difference of ACCESS-TIMESTAMP")
 	shards := flag.Int("shards", 0, "market shards for a new data directory (0: one per CPU)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
-	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs that many processors")
+	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs one processor more than CPUs")
 	flag.Parse()
 	if *cpus != "" {
-		// Before the re-execution: the new process inherits the set and
-		// sizes GOMAXPROCS by it.
+		// Before the re-execution: the new process inherits the set (and
+		// restricts itself again, for its processors).
+		//
+		// One Go processor more than CPUs. The journal's sync slot and its
+		// WAL syncs' completions reach their goroutines through the
+		// netpoller, which a busy processor polls only once its run queue
+		// is empty, so under load they waited behind the requests queued
+		// meanwhile. The spare processor waits in the netpoller and takes
+		// them when they come; the kernel runs its thread on the same
+		// CPUs, with no wake-up from one CPU to another (bench/README.md,
+		// "One Go processor more than CPUs").
 		set, err := affinity.Parse(*cpus)
 		if err == nil {
-			err = affinity.Restrict(set)
+			err = affinity.Restrict(set, set.Count()+1)
 		}
 		if err != nil {
 			log.Fatalf("-cpus: %v", err)
@@ -51,6 +61,9 @@ func main() {
 	}
 
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
+	if *cpus != "" {
+		logger.Printf("cpus %s: %d Go processors", *cpus, runtime.GOMAXPROCS(0))
+	}
 	cfg, err := edge.LoadConfig(*configPath)
 	if err != nil {
 		logger.Fatal(err)

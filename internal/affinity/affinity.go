@@ -85,12 +85,13 @@ func Format(set unix.CPUSet) string {
 	return b.String()
 }
 
-// Restrict moves every thread of the process onto set, and sizes Go's
-// processors (GOMAXPROCS) by it unless the GOMAXPROCS environment variable
-// chose their number. Threads started later inherit the set from the
-// thread that starts them, and so does a program this process executes
-// (whose Go runtime then sizes GOMAXPROCS by it at start).
-func Restrict(set unix.CPUSet) error {
+// Restrict moves every thread of the process onto set, and sets Go's
+// processors (GOMAXPROCS) to procs unless the GOMAXPROCS environment
+// variable chose their number. Threads started later inherit the set from
+// the thread that starts them, and so does a program this process executes
+// (whose Go runtime then sizes GOMAXPROCS by the set at start, until it
+// restricts itself in turn).
+func Restrict(set unix.CPUSet, procs int) error {
 	if set.Count() == 0 {
 		return errors.New("no CPU in the set")
 	}
@@ -108,8 +109,8 @@ func Restrict(set unix.CPUSet) error {
 			return errors.New("threads kept appearing outside the CPU set")
 		}
 	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(set.Count())
+	if os.Getenv("GOMAXPROCS") == "" && procs > 0 {
+		runtime.GOMAXPROCS(procs)
 	}
 	return nil
 }

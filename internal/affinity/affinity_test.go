@@ -95,11 +95,11 @@ func restrictChild(t *testing.T) {
 	}
 	var set unix.CPUSet
 	set.Set(first)
-	if err := Restrict(set); err != nil {
+	if err := Restrict(set, 2); err != nil {
 		t.Fatal(err)
 	}
-	if n := runtime.GOMAXPROCS(0); n != 1 {
-		t.Errorf("GOMAXPROCS %d after Restrict to one CPU", n)
+	if n := runtime.GOMAXPROCS(0); n != 2 {
+		t.Errorf("GOMAXPROCS %d after Restrict to one CPU with 2 processors", n)
 	}
 	go func() { runtime.LockOSThread(); <-stop }() // a thread started after
 	runtime.Gosched()
@@ -117,11 +117,11 @@ func restrictChild(t *testing.T) {
 func TestRestrictUnavailable(t *testing.T) {
 	var set unix.CPUSet
 	set.Set(maxCPU - 1) // no machine here has CPU 1023
-	err := Restrict(set)
+	err := Restrict(set, 1)
 	if err == nil || !strings.Contains(err.Error(), "none of them is available") {
 		t.Fatalf("Restrict to CPU %d: %v, want an error", maxCPU-1, err)
 	}
-	if err := Restrict(unix.CPUSet{}); err == nil {
+	if err := Restrict(unix.CPUSet{}, 1); err == nil {
 		t.Fatal("Restrict to no CPU: no error")
 	}
 }

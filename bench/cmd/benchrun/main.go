@@ -74,7 +74,7 @@ func main() {
 	}
 	if *serveBare != "" {
 		if cpus.Count() > 0 {
-			if err := affinity.Restrict(cpus); err != nil {
+			if err := affinity.Restrict(cpus, cpus.Count()); err != nil {
 				log.Fatalf("-server-cpus: %v", err)
 			}
 		}
