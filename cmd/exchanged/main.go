@@ -37,9 +37,10 @@ func main() {
 		// netpoller, which a busy processor polls only once its run queue
 		// is empty, so under load they waited behind the requests queued
 		// meanwhile. The spare processor waits in the netpoller and takes
-		// them when they come; the kernel runs its thread on the same
-		// CPUs, with no wake-up from one CPU to another (bench/README.md,
-		// "One Go processor more than CPUs").
+		// them when they come; the kernel runs its thread on the same CPUs
+		// (under -cpus 0 the same one, so no wake-up crosses CPUs).
+		// Measured with one CPU only: bench/README.md, "One Go processor
+		// more than CPUs".
 		set, err := affinity.Parse(*cpus)
 		if err == nil {
 			err = affinity.Restrict(set, set.Count()+1)

@@ -109,7 +109,7 @@ func Restrict(set unix.CPUSet, procs int) error {
 			return errors.New("threads kept appearing outside the CPU set")
 		}
 	}
-	if os.Getenv("GOMAXPROCS") == "" && procs > 0 {
+	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(procs)
 	}
 	return nil
