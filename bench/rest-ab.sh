@@ -22,6 +22,10 @@
 # is enough to move a p99 over 10 s, and a long-running client (make
 # bench's) does not have it.
 #
+# The server runs on CPU 0 with -cpus 0, as make bench runs it on this
+# 2-CPU machine (benchrun -server-cpus half); CPUS=LIST sets another list,
+# CPUS= none.
+#
 # usage: bench/rest-ab.sh "BIN_A BIN_B" RATE [ROUNDS]   (default 6 rounds, ~45 s each)
 # A BIN may be a wrapper that execs the server with another environment,
 # e.g. printf '#!/bin/sh\nGOMAXPROCS=1 exec bin/exchanged "$@"\n'.
@@ -33,6 +37,7 @@ set -eu
 bins=$1
 rate=$2
 rounds=${3:-6}
+cpus=${CPUS-0}
 cd "$(dirname "$0")/.."
 cfg=$(pwd)/results/latest/server-config.json
 [ -f "$cfg" ] || { echo "rest-ab: no $cfg: run make bench-quick first" >&2; exit 1; }
@@ -51,7 +56,7 @@ while [ "$round" -le "$rounds" ]; do
 	fi
 	for b in $order; do
 		rm -rf "$d/data"
-		"$b" -config "$cfg" -data "$d/data" -listen 127.0.0.1:18080 -admin-listen 127.0.0.1:18081 -admin-token "$tok" >"$d/server.log" 2>&1 &
+		"$b" ${cpus:+-cpus "$cpus"} -config "$cfg" -data "$d/data" -listen 127.0.0.1:18080 -admin-listen 127.0.0.1:18081 -admin-token "$tok" >"$d/server.log" 2>&1 &
 		pid=$!
 		until grep -q ready "$d/server.log" 2>/dev/null; do
 			kill -0 "$pid" 2>/dev/null || { cat "$d/server.log" >&2; exit 1; }
