@@ -615,7 +615,8 @@ func (x *impl) closeDB() error {
 // shards' syncs for the disk and the CPU: memtable flushes, compactions,
 // write stalls and slow disk operations, and WAL files created (new, or
 // recycled: a recycled WAL is overwritten in place, and its fdatasync
-// need not update the file's metadata). An operator (or the benchmark's
+// need not update the file's metadata) and deleted (not recycled: its
+// blocks are freed, journalFS.Remove). An operator (or the benchmark's
 // reader) can set a latency spike against them.
 func storageEvents(logf func(string, ...any)) *pebble.EventListener {
 	return &pebble.EventListener{
@@ -629,6 +630,7 @@ func storageEvents(logf func(string, ...any)) *pebble.EventListener {
 		WriteStallEnd:   func() { logf("journal: pebble: write stall ending") },
 		DiskSlow:        func(i pebble.DiskSlowInfo) { logf("journal: pebble: %s", i) },
 		WALCreated:      func(i pebble.WALCreateInfo) { logf("journal: pebble: %s", i) },
+		WALDeleted:      func(i pebble.WALDeleteInfo) { logf("journal: pebble: %s", i) },
 	}
 }
 
