@@ -25,7 +25,7 @@ import (
 //     same timeout error the runtime's timer would have given, at most
 //     deadlineTick late. (With journal.Wait's timer per request, kept the
 //     same way now, these timers cost the server 3.7% of its CPU at 19,200
-//     requests/s: bench/README.md, 2026-11-25.)
+//     requests/s: bench/LOG.md, 2026-11-25.)
 type limitListener struct {
 	net.Listener
 	perIP int

@@ -76,7 +76,7 @@ type market struct {
 // User lists are kept by user index, in pages of listPageSize users that
 // are made when a user of the page first rests an order in the market: no
 // hashing on the matching path (a hash map from user to list cost ~2.4 ns
-// of BenchmarkMixed's ~110: bench/README), and memory in proportion to
+// of BenchmarkMixed's ~110: bench/LOG.md), and memory in proportion to
 // the pages of users who traded the market, 12 bytes per user in them.
 const (
 	listPageBits = 10

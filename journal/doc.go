@@ -163,7 +163,7 @@
 // finishes: a maker's order placed and cancelled a few batches later costs
 // one key instead of two ("o" at creation and a later-state row at the
 // cancel, version 2 of this layout), which saved 4.5% of the server's CPU
-// under REST load at 24,000 req/s (bench/README.md). An order a batch
+// under REST load at 24,000 req/s (bench/LOG.md). An order a batch
 // creates and finishes (a taker, an IOC) still shares its batch's "o"
 // block. An "l" row's id can fall inside an "o" block's id range (the
 // block of the batch that created it, when that batch finished others), so

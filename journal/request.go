@@ -141,7 +141,7 @@ func (r *Request) wait(deadline time.Time) error {
 // waking their waiters. A timer per Wait (Reset, Stop and a select on two
 // channels) and the edge's per-request connection deadlines, which
 // edge/listener.go now keeps the same way, cost the server 3.7% of its CPU
-// at 19,200 requests/s (bench/README.md, 2026-11-25).
+// at 19,200 requests/s (bench/LOG.md, 2026-11-25).
 var deadlines deadlineWatch
 
 const waitTick = 10 * time.Millisecond

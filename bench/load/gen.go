@@ -41,7 +41,7 @@ type Step struct {
 	// Lead is sent at the same rate before the recorded schedule, as one
 	// schedule, so that the recorded part starts under load rather than
 	// after the pause between steps (this VM's disk answers its first
-	// fdatasyncs after an idle spell 2-5 times slower: bench/README.md).
+	// fdatasyncs after an idle spell 2-5 times slower: bench/LOG.md).
 	// Its answers are not recorded. 0: none.
 	Lead time.Duration
 	// Recording, if set, is called when the recorded part starts (at the

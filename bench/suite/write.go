@@ -77,7 +77,7 @@ func writeReport(r *Run) (string, error) {
 	}
 	t.Add("bare target", "`benchrun -serve-bare`: a fasthttp.Server whose handler only answers 200 `{\"orderId\":\"1\"}`, same generator, same requests")
 	if o.ServerCPUs != "" {
-		t.Add("CPUs", "the server and the bare target each on CPUs "+o.ServerCPUs+" (`-cpus`; Go processors: the server one more than CPUs, the bare target one per CPU), the generator on any (`-server-cpus`: bench/README.md)")
+		t.Add("CPUs", "the server and the bare target each on CPUs "+o.ServerCPUs+" (`-cpus`; Go processors: the server one more than CPUs, the bare target one per CPU), the generator on any (`-server-cpus`: bench/LOG.md)")
 	} else {
 		t.Add("CPUs", "the server, the bare target and the generator on any CPU (`-server-cpus all`)")
 	}

@@ -39,7 +39,7 @@ func main() {
 		// meanwhile. The spare processor waits in the netpoller and takes
 		// them when they come; the kernel runs its thread on the same CPUs
 		// (under -cpus 0 the same one, so no wake-up crosses CPUs).
-		// Measured with one CPU only: bench/README.md, "One Go processor
+		// Measured with one CPU only: bench/LOG.md, "One Go processor
 		// more than CPUs".
 		set, err := affinity.Parse(*cpus)
 		if err == nil {

@@ -5,7 +5,7 @@
 // with a load generator, a server that stays on one CPU does not migrate,
 // wakes its own threads without an interprocessor interrupt (a VM exit on
 // a virtual machine) and runs Go with one processor, with no idle
-// processor for the scheduler to spin up (bench/README.md has the
+// processor for the scheduler to spin up (bench/LOG.md has the
 // measurements).
 package affinity
 

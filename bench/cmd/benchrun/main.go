@@ -64,7 +64,7 @@ func main() {
 	skipREST := flag.Bool("skip-rest", false, "skip the REST load against the server")
 	skipBare := flag.Bool("skip-bare", false, "skip the bare fasthttp load")
 	serveBare := flag.String("serve-bare", "", "serve the bare fasthttp target on ADDR (internal)")
-	serverCPUs := flag.String("server-cpus", "half", "CPUs the server and the bare target each run on: a CPU list such as 0 or 0-3, half (the first half of this process's CPUs; the generator shares them all) or all (bench/README.md: why)")
+	serverCPUs := flag.String("server-cpus", "half", "CPUs the server and the bare target each run on: a CPU list such as 0 or 0-3, half (the first half of this process's CPUs; the generator shares them all) or all (bench/LOG.md: why)")
 	flag.Parse()
 	log.SetFlags(0)
 
