@@ -40,14 +40,8 @@ func FormatProgress(p Progress) string {
 func Timeline(r *Result, per time.Duration) []string {
 	n := max(1, int(per/WindowLen))
 	var lines []string
-	for i := 0; i < len(r.Windows); i += n {
-		var w Window
-		for _, x := range r.Windows[i:min(i+n, len(r.Windows))] {
-			w.Count += x.Count
-			w.Slow += x.Slow
-			w.Max = max(w.Max, x.Max)
-		}
-		at := r.Start.Add(time.Duration(i) * WindowLen)
+	for k, w := range r.Slices(per) {
+		at := r.Start.Add(time.Duration(k*n) * WindowLen)
 		lines = append(lines, fmt.Sprintf("%s +%5.1fs %8d answers %7d over %d ms (%5.2f%%) max %s ms",
 			at.Format("15:04:05.0"), at.Sub(r.Start).Seconds(), w.Count, w.Slow, SlowUs/1000,
 			100*float64(w.Slow)/float64(max(w.Count, 1)), FormatLatency(time.Duration(w.Max)*time.Microsecond)))

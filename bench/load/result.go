@@ -124,6 +124,24 @@ func (r *Result) SlowSpread(n int) (slow, inWorst int64, met, windows int) {
 	return slow, inWorst, met, windows
 }
 
+// Slices merges the step's timeline into slices of per (at least one
+// window; the last may be shorter): answers and slow answers added, the
+// largest latency kept.
+func (r *Result) Slices(per time.Duration) []Window {
+	n := max(1, int(per/WindowLen))
+	var out []Window
+	for i := 0; i < len(r.Windows); i += n {
+		var w Window
+		for _, x := range r.Windows[i:min(i+n, len(r.Windows))] {
+			w.Count += x.Count
+			w.Slow += x.Slow
+			w.Max = max(w.Max, x.Max)
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
 // Achieved is the answered throughput: accepted plus business rejects per
 // second of elapsed time.
 func (r *Result) Achieved() float64 {

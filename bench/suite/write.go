@@ -580,6 +580,18 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 				"The %d windows (of %d) with the most held %s of them; at most 1%% of the answers were over %s in %d of the %d windows.\n\n",
 				ms, n.name, slow, st.Hist.TotalCount(), 100*float64(slow)/float64(st.Hist.TotalCount()), ms,
 				min(slowWorst, windows), windows, share, ms, met, windows)
+			if parts := st.Slices(slowPart); len(parts) > 1 {
+				var shares []string
+				within := 0
+				for _, w := range parts {
+					shares = append(shares, fmt.Sprintf("%.2f%%", 100*float64(w.Slow)/float64(max(w.Count, 1))))
+					if w.Slow*100 <= w.Count {
+						within++
+					}
+				}
+				fmt.Fprintf(b, "Over %s in each %g s of the step, in order: %s (at most 1%% in %d of %d).\n\n",
+					ms, slowPart.Seconds(), strings.Join(shares, ", "), within, len(parts))
+			}
 		}
 		ts := report.TimeSeries{Name: fmt.Sprintf("%s %.0f/s", n.name, st.Rate)}
 		for i, w := range st.Windows {
@@ -669,6 +681,11 @@ func share(f float64) string {
 func percentDown(f float64) string { return fmt.Sprintf("%.1f%%", math.Floor(1000*f+1e-9)/10) }
 
 // slowWorst is how many of a step's windows the report reads the
-// concentration of its slow answers over: 10 windows of 100 ms, a tenth
-// of the half-saturation step.
+// concentration of its slow answers over: 10 windows of 100 ms, one
+// second of the step.
 const slowWorst = 10
+
+// slowPart is the length of the parts a step's slow answers are also
+// counted in, so that a step's p99 over its whole length can be read
+// against the p99 of each of its parts (bench/README.md, "Measuring").
+const slowPart = 10 * time.Second

@@ -31,6 +31,18 @@ func TestWriteReport(t *testing.T) {
 	// the server's own counters at half saturation: one answer and one
 	// fdatasync of ~120-150 ms, which the max shows and the p50 hides
 	rest.Steps[2].Served = &load.Metrics{RESTLatency: load.Hist{100: 98, 1000: 1, 150000: 1}, WALSync: load.Hist{300: 9, 120000: 1}}
+	// a 25 s timeline: 1% of the first 10 s over 2 ms, none of the next,
+	// 5% of the last 5 s
+	for i := range 250 {
+		w := load.Window{Count: 100, Max: 500}
+		if i < 100 && i%10 == 0 || i >= 200 {
+			w.Slow = 10
+			if i >= 200 {
+				w.Slow = 5
+			}
+		}
+		rest.Steps[2].Windows = append(rest.Steps[2].Windows, w)
+	}
 	// 1000 requests in 1 s: 0.05 and 0.03 cores, 50 and 30 µs per request
 	rest.Steps[0].Wall = time.Second
 	rest.Steps[0].Target.CPU, rest.Steps[0].Target.SysCPU = 50*time.Millisecond, 30*time.Millisecond // 60% in the kernel
@@ -56,6 +68,7 @@ func TestWriteReport(t *testing.T) {
 		"search (**saturation**)", "place HTTP 503 code -1054", "rest-02-2000.hgrm", "latency.svg", "engine Mixed: per command (ns/op)", "4000000 cmds/s",
 		"journal) and replay", "Skipped.", "REST 50 / 30 µs, bare 20 / 25 µs; kernel 60% / 75%",
 		"0.100 / 1.000 / 150.000 ms |", "0.300 / 120.000 / 120.000 ms (10 syncs, 50.0 requests per sync)",
+		"Over 2 ms in each 10 s of the step, in order: 1.00%, 0.00%, 5.00% (at most 1% in 2 of 3).",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
