@@ -580,7 +580,16 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 				"The %d windows (of %d) with the most held %s of them; at most 1%% of the answers were over %s in %d of the %d windows.\n\n",
 				ms, n.name, slow, st.Hist.TotalCount(), 100*float64(slow)/float64(st.Hist.TotalCount()), ms,
 				min(slowWorst, windows), windows, share, ms, met, windows)
-			if parts := st.Slices(slowPart); len(parts) > 1 {
+			parts := st.Slices(slowPart)
+			if n := len(parts); n > 1 && len(st.Windows)%int(slowPart/load.WindowLen) != 0 {
+				// a short last part (the answers that ended after the
+				// schedule; the rest of a step not a multiple of
+				// slowPart) is counted in the part before
+				parts[n-2].Count += parts[n-1].Count
+				parts[n-2].Slow += parts[n-1].Slow
+				parts = parts[:n-1]
+			}
+			if len(parts) > 1 {
 				var shares []string
 				within := 0
 				for _, w := range parts {

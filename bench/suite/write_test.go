@@ -31,9 +31,10 @@ func TestWriteReport(t *testing.T) {
 	// the server's own counters at half saturation: one answer and one
 	// fdatasync of ~120-150 ms, which the max shows and the p50 hides
 	rest.Steps[2].Served = &load.Metrics{RESTLatency: load.Hist{100: 98, 1000: 1, 150000: 1}, WALSync: load.Hist{300: 9, 120000: 1}}
-	// a 25 s timeline: 1% of the first 10 s over 2 ms, none of the next,
-	// 5% of the last 5 s
-	for i := range 250 {
+	// a 30.1 s timeline: 1% of the first 10 s over 2 ms, none of the
+	// next, 5% of the last 10 s, and a last window of answers that ended
+	// after the schedule, counted in the last part
+	for i := range 301 {
 		w := load.Window{Count: 100, Max: 500}
 		if i < 100 && i%10 == 0 || i >= 200 {
 			w.Slow = 10
