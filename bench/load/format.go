@@ -44,7 +44,7 @@ func Timeline(r *Result, per time.Duration) []string {
 		at := r.Start.Add(time.Duration(k*n) * WindowLen)
 		lines = append(lines, fmt.Sprintf("%s +%5.1fs %8d answers %7d over %d ms (%5.2f%%) max %s ms",
 			at.Format("15:04:05.0"), at.Sub(r.Start).Seconds(), w.Count, w.Slow, SlowUs/1000,
-			100*float64(w.Slow)/float64(max(w.Count, 1)), FormatLatency(time.Duration(w.Max)*time.Microsecond)))
+			w.SlowPercent(), FormatLatency(time.Duration(w.Max)*time.Microsecond)))
 	}
 	return lines
 }

@@ -50,6 +50,22 @@ type Window struct {
 // were spread over the step or came in a few bursts.
 const SlowUs = 2000
 
+// Add counts x's answers in w and keeps the larger max.
+func (w *Window) Add(x Window) {
+	w.Count += x.Count
+	w.Slow += x.Slow
+	w.Max = max(w.Max, x.Max)
+}
+
+// SlowPercent is the share of w's answers over SlowUs, in percent.
+func (w Window) SlowPercent() float64 {
+	return 100 * float64(w.Slow) / float64(max(w.Count, 1))
+}
+
+// Met says whether at most 1% of w's answers were over SlowUs: a p99
+// within SlowUs.
+func (w Window) Met() bool { return w.Slow*100 <= w.Count }
+
 // ErrorKind counts one kind of non-OK answer and keeps a sample body.
 type ErrorKind struct {
 	Count  int64
@@ -112,7 +128,7 @@ func (r *Result) SlowSpread(n int) (slow, inWorst int64, met, windows int) {
 		}
 		windows++
 		slow += w.Slow
-		if w.Slow*100 <= w.Count {
+		if w.Met() {
 			met++
 		}
 		per = append(per, w.Slow)
@@ -133,9 +149,7 @@ func (r *Result) Slices(per time.Duration) []Window {
 	for i := 0; i < len(r.Windows); i += n {
 		var w Window
 		for _, x := range r.Windows[i:min(i+n, len(r.Windows))] {
-			w.Count += x.Count
-			w.Slow += x.Slow
-			w.Max = max(w.Max, x.Max)
+			w.Add(x)
 		}
 		out = append(out, w)
 	}

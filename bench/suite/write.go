@@ -585,16 +585,15 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 				// a short last part (the answers that ended after the
 				// schedule; the rest of a step not a multiple of
 				// slowPart) is counted in the part before
-				parts[n-2].Count += parts[n-1].Count
-				parts[n-2].Slow += parts[n-1].Slow
+				parts[n-2].Add(parts[n-1])
 				parts = parts[:n-1]
 			}
 			if len(parts) > 1 {
 				var shares []string
 				within := 0
 				for _, w := range parts {
-					shares = append(shares, fmt.Sprintf("%.2f%%", 100*float64(w.Slow)/float64(max(w.Count, 1))))
-					if w.Slow*100 <= w.Count {
+					shares = append(shares, fmt.Sprintf("%.2f%%", w.SlowPercent()))
+					if w.Met() {
 						within++
 					}
 				}

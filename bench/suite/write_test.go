@@ -36,11 +36,11 @@ func TestWriteReport(t *testing.T) {
 	// after the schedule, counted in the last part
 	for i := range 301 {
 		w := load.Window{Count: 100, Max: 500}
-		if i < 100 && i%10 == 0 || i >= 200 {
+		switch {
+		case i < 100 && i%10 == 0:
 			w.Slow = 10
-			if i >= 200 {
-				w.Slow = 5
-			}
+		case i >= 200:
+			w.Slow = 5
 		}
 		rest.Steps[2].Windows = append(rest.Steps[2].Windows, w)
 	}
