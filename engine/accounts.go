@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// Accounts is the balance table every shard shares (DESIGN.md "Balances
-// cross shards"). A (user, coin) cell holds two int64s, changed only by
-// atomic add or CAS:
+// Accounts is the balance table every shard shares (docs/DESIGN.md,
+// "Shards, shared balances and the journal rule"). A (user, coin) cell
+// holds two int64s, changed only by atomic add or CAS:
 //
 //	avail: what the user may reserve or withdraw
 //	total: avail + frozen (frozen is derived: total - avail)

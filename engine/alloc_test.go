@@ -59,7 +59,8 @@ func (bn *bench) limit(u int, side engine.Side, tif engine.TIF, p engine.Price, 
 // TestAllocsHotPath: in steady state, placing a resting order, cancelling
 // it, placing an order that trades (maker filled and removed, or taker
 // resting its remainder), a market order, and self-trade prevention
-// allocate nothing (DESIGN.md: no allocation on the hot path).
+// allocate nothing (docs/DESIGN.md, "Time budget": no allocation on the
+// hot path).
 func TestAllocsHotPath(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -298,14 +299,12 @@ type mixedStream struct {
 
 // mixedChunk is how many commands are generated, then applied, at a time
 // (up to 120 MiB of them). Generating a chunk runs a second engine with its
-// own 10k-order book on this core and writes the chunk, which (most likely:
-// this VM has no cache counters) evicts the measured engine's book from the
-// caches, so the first commands of each timed chunk miss where the stream
-// itself would not. The stream and its end state do not depend on the chunk
-// size; the time did. With chunks of 1 << 16 that cost was ~7 ns of
-// BenchmarkMixed's ns/op (10 interleaved rounds of 10M commands: medians
-// 106.6 against 99.1 ns/op with 1 << 20, pairwise median -7.2, lower in 10
-// of 10); with 1 << 20 it is spread over 16 times as many commands.
+// own 10k-order book on this core and writes the chunk, which most likely
+// evicts the measured engine's book from the caches, so the first commands
+// of each timed chunk miss where the stream itself would not. The stream
+// and its end state do not depend on the chunk size; the time does, so the
+// chunk is large enough to spread that cost thin (at 1 << 16 it was ~7 ns
+// of a ~107 ns command).
 const mixedChunk = 1 << 20
 
 // mixedWarmChunk is the size of the warm-up's chunks (untimed).

@@ -16,7 +16,7 @@ const (
 // Cmd is one command. It is a plain value with no pointers so that rings and
 // journal batches hold it without allocation or GC scanning.
 //
-// The journal rule (DESIGN.md): Apply in live mode records in Dec every
+// The journal rule (docs/DESIGN.md): Apply in live mode records in Dec every
 // decision it took from state its shard does not own; the journal stores the
 // command with Dec, and replay applies Dec instead of deciding again.
 type Cmd struct {

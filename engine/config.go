@@ -2,15 +2,17 @@ package engine
 
 import "fmt"
 
-// CoinConfig is a coin as the config file gives it (SPEC §1). Fields the
-// engine does not use (networks) are kept by the edge.
+// CoinConfig is a coin as the config file gives it (docs/API.md,
+// "Configuration"). Fields the engine does not use (networks) are kept by
+// the edge.
 type CoinConfig struct {
 	Coin   string `json:"coin"`
 	CoinID int64  `json:"coinId"`
 	Scale  int    `json:"scale"`
 }
 
-// SpotConfig is a spot market as the config file gives it (SPEC §1).
+// SpotConfig is a spot market as the config file gives it (docs/API.md,
+// "Configuration").
 type SpotConfig struct {
 	Symbol                   string `json:"symbol"`
 	BaseAsset                string `json:"baseAsset"`

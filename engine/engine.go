@@ -76,8 +76,8 @@ type market struct {
 // User lists are kept by user index, in pages of listPageSize users that
 // are made when a user of the page first rests an order in the market: no
 // hashing on the matching path (a hash map from user to list cost ~2.4 ns
-// of BenchmarkMixed's ~110: bench/LOG.md), and memory in proportion to
-// the pages of users who traded the market, 12 bytes per user in them.
+// of a ~110 ns command), and memory in proportion to the pages of users
+// who traded the market, 12 bytes per user in them.
 const (
 	listPageBits = 10
 	listPageSize = 1 << listPageBits

@@ -89,7 +89,7 @@ type Trade struct { // the small fields together: less padding (152 bytes)
 
 	// The fill's changes of balances, from which Out.AppendBills writes
 	// its finance records (a fill's bills are not in Out.Bills: writing
-	// four full records per fill was ~6 ns of BenchmarkMixed's ~110).
+	// four full records per fill cost ~6 ns of a ~110 ns command).
 	BaseCoin, QuoteCoin   CoinID
 	BuyerUser, SellerUser UserIdx
 	Base                  Amount // Qty in the base coin
@@ -172,7 +172,7 @@ func (o *Out) AppendBills(dst []Bill) []Bill {
 	return append(dst, o.Bills...)
 }
 
-// BizType of a finance record (SPEC §6).
+// BizType of a finance record (docs/API.md, "POST /api/v3/tax/income").
 type BizType uint8
 
 const (

@@ -82,10 +82,7 @@ func (e *Engine) match(m *market, opp *side, o *order) bool {
 		// the maker after this one is an order that has rested a while,
 		// likely out of cache: ask for it now, so that it arrives while
 		// this fill is worked out (it is the next fill's maker, in this
-		// command or a later one). BenchmarkMixed: -4.9 ns/op (pairwise
-		// median of 14 interleaved rounds, faster in 9); also asking for
-		// the next level's head when this is a level's last order was not
-		// faster (+1.4 ns, 6 of 14).
+		// command or a later one).
 		if nx := e.pool.ln(mh).next; nx != 0 {
 			prefetchOrder(unsafe.Pointer(e.pool.get(nx)), unsafe.Pointer(e.pool.ln(nx)))
 		}

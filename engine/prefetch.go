@@ -53,7 +53,6 @@ func (e *Engine) indexSlot(c *Cmd) *handle {
 // prefetchOrder asks for three cache lines from the order's start: the
 // whole order (a cancel's view copies all of it) while it is at most 192
 // bytes, which this checks at compile time. An order is 96 bytes, two
-// lines, but asking for two instead of three was not faster: in 12
-// interleaved BenchmarkMixed rounds, +2.7 ns/op (pairwise median), faster
-// in 3.
+// lines, but asking for exactly two was not faster (bench/LOG.md,
+// "Engine"), and three keep the prefetch whole if the order grows.
 const _ = uint(192 - unsafe.Sizeof(order{}))

@@ -63,7 +63,8 @@ func (h *harness) step(c engine.Cmd) bool {
 			clip(h.pr.Out(nil, &h.eo)), clip(h.pr.Out(nil, &h.ro)))
 		return false
 	}
-	// ids clients see are positive and exact as JavaScript doubles (SPEC §5)
+	// ids clients see are positive and exact as JavaScript doubles
+	// (docs/API.md, "Numbers and ids")
 	for i := range h.eo.Updates {
 		if id := h.eo.Updates[i].OrderID; id <= 0 || id >= 1<<53 {
 			h.t.Errorf("command seq %d: order id %d, want in (0, 2^53)", h.seq, id)

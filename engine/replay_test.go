@@ -60,7 +60,7 @@ func shardStream(r *rand.Rand, ids []engine.MarketID, users int, placed []int64)
 	return c
 }
 
-// TestConcurrentShardsReplay checks the journal rule (DESIGN.md): two
+// TestConcurrentShardsReplay checks the journal rule (docs/DESIGN.md): two
 // market shards and the ledger shard apply their streams concurrently over
 // one Accounts (reservations and withdrawals racing for the same balances),
 // each journaling its commands with the decisions Apply recorded. Replaying

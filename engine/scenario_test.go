@@ -45,7 +45,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of engine
 // whole-state invariants are checked after every command.
 //
 // go test ./engine -run TestScenarios -rewrite regenerates the expected
-// output; review the diff by hand against SPEC §5-6 before committing.
+// output; review the diff by hand against docs/API.md ("Spot trading",
+// "Decisions SPEC left to us", "POST /api/v3/tax/income") before
+// committing.
 func TestScenarios(t *testing.T) {
 	files, err := filepath.Glob("testdata/match/*")
 	if err != nil {

@@ -54,7 +54,7 @@ const (
 	GTC      TIF = 1
 	IOC      TIF = 2
 	FOK      TIF = 3
-	PostOnly TIF = 4 // refused if it would take; for contract markets (SPEC §8)
+	PostOnly TIF = 4 // refused if it would take; for contract markets (docs/DESIGN.md, "Next")
 )
 
 // Status of an order. An order is working exactly when NEW or PARTIALLY_FILLED.

@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Admin talks to the server's admin API (SPEC §1).
+// Admin talks to the server's admin API (docs/API.md, "Admin API").
 type Admin struct {
 	Addr  string // host:port
 	Token string

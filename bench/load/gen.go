@@ -40,8 +40,8 @@ type Step struct {
 	Grace time.Duration
 	// Lead is sent at the same rate before the recorded schedule, as one
 	// schedule, so that the recorded part starts under load rather than
-	// after the pause between steps (this VM's disk answers its first
-	// fdatasyncs after an idle spell 2-5 times slower: bench/LOG.md).
+	// after the pause between steps (after an idle spell this machine's
+	// disk answers its first fdatasyncs 2-5 times slower).
 	// Its answers are not recorded. 0: none.
 	Lead time.Duration
 	// Recording, if set, is called when the recorded part starts (at the

@@ -16,9 +16,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// fakeExchange checks every request the way SPEC §2 says the server does,
-// with its own HMAC code, and keeps just enough order state to check that
-// cancels name orders the same user placed.
+// fakeExchange checks every request the way docs/API.md ("Authentication")
+// says the server does, with its own HMAC code, and keeps just enough order
+// state to check that cancels name orders the same user placed.
 type fakeExchange struct {
 	mu      sync.Mutex
 	creds   map[string]Cred

@@ -16,7 +16,7 @@ type Cred struct {
 	Passphrase string `json:"passphrase"`
 }
 
-// Signer computes ACCESS-SIGN for one secret (SPEC §2):
+// Signer computes ACCESS-SIGN for one secret (docs/API.md, "Authentication"):
 // base64(HMAC-SHA256(secret, timestamp + METHOD + path + ("?" + query) + body)).
 // A Signer is not safe for concurrent use; each worker owns its own.
 type Signer struct {

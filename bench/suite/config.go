@@ -8,10 +8,10 @@ import (
 	"github.com/weexcore/exchange/engine"
 )
 
-// ServerConfig returns the benchmark's server configuration (SPEC §1): the
-// markets' coins, one spot market per load.Market, rate limits disabled,
-// no configured users (the generator creates its own through the admin
-// API). It is built from the server's own config types.
+// ServerConfig returns the benchmark's server configuration (docs/API.md,
+// "Configuration"): the markets' coins, one spot market per load.Market,
+// rate limits disabled, no configured users (the generator creates its own
+// through the admin API). It is built from the server's own config types.
 func ServerConfig(markets []load.Market, adminToken string) ([]byte, error) {
 	cfg := edge.Config{
 		AdminToken: adminToken,

@@ -2,7 +2,8 @@
 // correct reference model of the spot matching core (Ref), a seeded random
 // command stream (Gen) and a printer for engine events (Printer).
 //
-// Ref is written from SPEC §5-6 and the event conventions documented in
+// Ref is written from docs/API.md ("Spot trading", "Decisions SPEC left to
+// us", "POST /api/v3/tax/income") and the event conventions documented in
 // engine/events.go, not from the engine's code: plain slices scanned
 // linearly instead of indexes, math/big for every product, immediate
 // balance changes instead of deferred credits (tests call Engine.Flush after
@@ -499,8 +500,8 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 	if c.Type == engine.Market && lim == 0 && c.Side == engine.Buy {
 		// a market buy facing an empty book has no protection price to
 		// reserve at; it expires at once. A market sell reserves its base
-		// like any sell (SPEC §5: "SELL: qty of base"), so a user without
-		// it is refused even when the book is empty.
+		// like any sell (docs/API.md: "the quantity of base"), so a user
+		// without it is refused even when the book is empty.
 		res = 0
 	}
 	cell := &r.Bal[c.User][coin]
