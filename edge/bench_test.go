@@ -21,11 +21,8 @@ func openTestServer(tb testing.TB) *Server {
 		tb.Fatal(err)
 	}
 	cfg.RateLimits = RateLimits{IPWeight: 1 << 60, UIDWeight: 1 << 60, Enabled: true}
-	s, err := Open(Options{Config: cfg, DataDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Shutdown(5 * time.Second) })
+	s, close := openServer(tb, cfg, tb.TempDir())
+	tb.Cleanup(close)
 	return s
 }
 

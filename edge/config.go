@@ -265,13 +265,13 @@ func (c *Config) check() error {
 			}
 		}
 	}
-	_, _, err := c.engineSpecs()
+	_, _, err := c.EngineSpecs()
 	return err
 }
 
-// engineSpecs converts the coins and markets to the engine's types, with
+// EngineSpecs converts the coins and markets to the engine's types, with
 // dense ids in config order.
-func (c *Config) engineSpecs() ([]engine.Coin, []*engine.MarketSpec, error) {
+func (c *Config) EngineSpecs() ([]engine.Coin, []*engine.MarketSpec, error) {
 	coins := make([]engine.Coin, len(c.Coins))
 	for i, co := range c.Coins {
 		coins[i] = engine.Coin{ID: engine.CoinID(i), Name: co.Coin, ExternalID: co.CoinID, Scale: co.Scale}

@@ -27,7 +27,7 @@ func FuzzDecodeOrder(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	cfg, _ := ParseConfig(DefaultConfig)
-	_, specs, _ := cfg.engineSpecs()
+	_, specs, _ := cfg.EngineSpecs()
 	m := &market{spec: specs[0]}
 	c := &cred{}
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/weexcore/exchange/journal"
 )
 
 // latencyHist counts how long the REST edge takes to answer, from the
@@ -43,12 +41,19 @@ func (h *latencyHist) record(d time.Duration) {
 	h.n[i].Add(1)
 }
 
+// latencyBucket is one bucket: how many took less than upper (and at
+// least the previous bucket's upper); upper 0 is the unbounded last one.
+type latencyBucket struct {
+	Upper time.Duration
+	Count uint64
+}
+
 // buckets returns the non-empty buckets in order.
-func (h *latencyHist) buckets() []journal.LatencyBucket {
-	var out []journal.LatencyBucket
+func (h *latencyHist) buckets() []latencyBucket {
+	var out []latencyBucket
 	for i := range h.n {
 		if c := h.n[i].Load(); c != 0 {
-			out = append(out, journal.LatencyBucket{Upper: latUpper(i), Count: c})
+			out = append(out, latencyBucket{Upper: latUpper(i), Count: c})
 		}
 	}
 	return out
@@ -67,7 +72,7 @@ func latUpper(i int) time.Duration {
 
 // appendBuckets appends bs as [[upperUs, count], ...] (upperUs 0:
 // unbounded), the form of the admin metrics.
-func appendBuckets(b []byte, bs []journal.LatencyBucket) []byte {
+func appendBuckets(b []byte, bs []latencyBucket) []byte {
 	b = append(b, '[')
 	for i, x := range bs {
 		if i > 0 {

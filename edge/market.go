@@ -297,7 +297,7 @@ func handleMarketTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cr
 	if e != nil {
 		return e
 	}
-	trades, err := s.node.MarketTrades(m.spec.ID, int(limit), st.trades[:0])
+	trades, err := s.store.MarketTrades(m.spec.ID, int(limit), st.trades[:0])
 	st.trades = trades
 	if err != nil {
 		return queryErr(err)
@@ -429,7 +429,7 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 		if err != nil {
 			return b, queryErr(err)
 		}
-		trades, err := s.node.MarketTrades(sp.ID, 1000, st.trades[:0])
+		trades, err := s.store.MarketTrades(sp.ID, 1000, st.trades[:0])
 		st.trades = trades
 		if err != nil {
 			return b, queryErr(err)

@@ -110,7 +110,7 @@ func handleMyTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) 
 	if orderID != 0 {
 		fetch = 1000
 	}
-	trades, err := s.node.Trades(c.uid, m.spec.ID, start, end, fetch, st.trades[:0])
+	trades, err := s.store.Trades(c.uid, m.spec.ID, start, end, fetch, st.trades[:0])
 	st.trades = trades
 	if err != nil {
 		return queryErr(err)
@@ -309,7 +309,7 @@ func handleIncome(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 		from = t
 	}
 	to := from.AddDate(0, 1, 0)
-	bills, err := s.node.Bills(c.uid, coinID, bt, from.UnixMilli(), to.UnixMilli(), int((page-1)*limit), int(limit), st.bills[:0])
+	bills, err := s.store.Bills(c.uid, coinID, bt, from.UnixMilli(), to.UnixMilli(), int((page-1)*limit), int(limit), st.bills[:0])
 	st.bills = bills
 	if err != nil {
 		return queryErr(err)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
-	"github.com/weexcore/exchange/journal"
 )
 
 // handler serves one endpoint. It appends a success body to st.buf and
@@ -64,11 +64,11 @@ type reqState struct {
 	orders []engine.OrderView
 	bids   []engine.Level
 	asks   []engine.Level
-	bals   []journal.Balance
+	bals   []core.Balance
 	bills  []engine.Bill
 	trades []engine.Trade
 	elems  [maxBatch]batchElem
-	reqs   [maxBatch]*journal.Request
+	reqs   [maxBatch]*core.Request
 	nowMs  int64
 }
 

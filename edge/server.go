@@ -11,18 +11,18 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/journal"
 )
 
-// Options configures Open.
+// Options configures New.
 type Options struct {
 	Config      *Config
-	DataDir     string
 	AdminToken  string        // "": the config's admin_token
 	RecvWindow  time.Duration // accepted |now - ACCESS-TIMESTAMP|; 0: 30 s
 	WaitTimeout time.Duration // longest wait for a command to be durable; 0: 5 s
-	Shards      int           // market shards for a new data directory; 0: one per CPU
 	Logf        func(format string, args ...any)
 }
 
@@ -46,7 +46,8 @@ const noUser = ^engine.UserIdx(0)
 // decoding and response encoding around a journal.Node.
 type Server struct {
 	cfg          *Config
-	node         *journal.Node
+	node         *core.Node
+	store        *journal.Store // node's: history reads
 	keys         *keyTable
 	coins        []engine.Coin
 	specs        []*engine.MarketSpec
@@ -76,9 +77,10 @@ type market struct {
 	info []byte // the exchangeInfo record, precomputed
 }
 
-// Open opens the data directory (replaying the journal), registers the
-// config's users and, on a new directory, credits their deposits.
-func Open(o Options) (*Server, error) {
+// New returns the edge for o.Config. Its OnAddUser must be given to the
+// journal's Load and the core's Open (users registered before and after
+// the node starts get their credentials); then Start serves the node.
+func New(o Options) (*Server, error) {
 	if o.Config == nil {
 		return nil, errors.New("edge: no config")
 	}
@@ -94,7 +96,7 @@ func Open(o Options) (*Server, error) {
 	if o.AdminToken == "" {
 		o.AdminToken = o.Config.AdminToken
 	}
-	coins, specs, err := o.Config.engineSpecs()
+	coins, specs, err := o.Config.EngineSpecs()
 	if err != nil {
 		return nil, err
 	}
@@ -111,18 +113,18 @@ func Open(o Options) (*Server, error) {
 	s.coinsBody = s.appendCoins(nil)
 	s.routes = s.restRoutes()
 	s.adminRoutes = s.adminRouteTable()
-
-	node, err := journal.Open(journal.Options{Dir: o.DataDir, Shards: o.Shards, Coins: coins, Markets: specs,
-		FeeUID: o.Config.FeeUID, Logf: o.Logf, OnAddUser: s.onAddUser})
-	if err != nil {
-		return nil, err
-	}
-	s.node = node
-	if err := s.bootstrap(node.Seeding()); err != nil {
-		node.Close()
-		return nil, err
-	}
 	return s, nil
+}
+
+// OnAddUser registers the credentials of an admin-created user; see New.
+func (s *Server) OnAddUser(c *engine.Cmd) { s.onAddUser(c) }
+
+// Start takes the running node: it registers the config's users and, on a
+// new data directory, credits their deposits. The node must have been
+// opened with s.OnAddUser.
+func (s *Server) Start(node *core.Node) error {
+	s.node, s.store = node, node.Store()
+	return s.bootstrap(s.store.Seeding())
 }
 
 // onAddUser runs on the ledger goroutine for every applied CmdAddUser, live
@@ -150,13 +152,13 @@ func (s *Server) bootstrap(seeding bool) error {
 		if _, ok := acc.Lookup(uid); ok {
 			return nil
 		}
-		r := journal.AcquireRequest()
+		r := core.AcquireRequest()
 		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: broker, Referrer: ref, User: noUser}
 		if err := s.run(r); err != nil {
 			return fmt.Errorf("edge: registering uid %d: %v", uid, err.msg)
 		}
 		rej := r.Out.Reject
-		journal.ReleaseRequest(r)
+		core.ReleaseRequest(r)
 		if rej != engine.OK && rej != engine.RejectUserExists {
 			return fmt.Errorf("edge: registering uid %d: %v", uid, rej)
 		}
@@ -191,20 +193,20 @@ func (s *Server) bootstrap(seeding bool) error {
 				continue
 			}
 			v, _ := engine.ParseFixed([]byte(amt), co.Scale)
-			r := journal.AcquireRequest()
+			r := core.AcquireRequest()
 			r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: idx, UID: u.UID, Coin: engine.CoinID(ci), Amount: engine.Amount(v)}
 			if err := s.run(r); err != nil {
 				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, err.msg)
 			}
 			rej := r.Out.Reject
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 			if rej != engine.OK {
 				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, rej)
 			}
 		}
 	}
 	if seeding {
-		return s.node.Seeded()
+		return s.store.Seeded()
 	}
 	return nil
 }
@@ -212,21 +214,21 @@ func (s *Server) bootstrap(seeding bool) error {
 // run submits r and waits for it. On error r is not to be used again
 // (after a timeout the journal may still write to it, so it is not
 // released).
-func (s *Server) run(r *journal.Request) *apiError {
+func (s *Server) run(r *core.Request) *apiError {
 	if e := s.submit(r); e != nil {
-		journal.ReleaseRequest(r)
+		core.ReleaseRequest(r)
 		return e
 	}
 	return s.wait(r)
 }
 
-func (s *Server) submit(r *journal.Request) *apiError {
+func (s *Server) submit(r *core.Request) *apiError {
 	switch err := s.node.Submit(r); {
 	case err == nil:
 		return nil
-	case errors.Is(err, journal.ErrBusy):
+	case errors.Is(err, core.ErrBusy):
 		return errBusy
-	case errors.Is(err, journal.ErrClosed):
+	case errors.Is(err, core.ErrClosed):
 		return errClosing
 	default:
 		return errInternal
@@ -235,17 +237,17 @@ func (s *Server) submit(r *journal.Request) *apiError {
 
 // wait waits for a submitted r. On a timeout r is abandoned (not
 // released); on other errors it is released.
-func (s *Server) wait(r *journal.Request) *apiError {
+func (s *Server) wait(r *core.Request) *apiError {
 	switch err := r.Wait(time.Now().Add(s.waitTimeout)); {
 	case err == nil:
 		return nil
-	case errors.Is(err, journal.ErrTimeout):
+	case errors.Is(err, core.ErrTimeout):
 		return errTimeout
-	case errors.Is(err, journal.ErrClosed):
-		journal.ReleaseRequest(r)
+	case errors.Is(err, core.ErrClosed):
+		core.ReleaseRequest(r)
 		return errClosing
 	default:
-		journal.ReleaseRequest(r)
+		core.ReleaseRequest(r)
 		return errInternal
 	}
 }
@@ -253,7 +255,7 @@ func (s *Server) wait(r *journal.Request) *apiError {
 func (s *Server) deadline() time.Time { return time.Now().Add(s.waitTimeout) }
 
 // Node returns the running core.
-func (s *Server) Node() *journal.Node { return s.node }
+func (s *Server) Node() *core.Node { return s.node }
 
 func (s *Server) newHTTPServer(h fasthttp.RequestHandler, name string) *fasthttp.Server {
 	return &fasthttp.Server{
@@ -317,8 +319,8 @@ func (s *Server) Serve() {
 	go func() { defer s.serveWG.Done(); s.admin.Serve(newLimitListener(s.adminLn, maxConnsPerIP)) }()
 }
 
-// Shutdown stops accepting, lets in-flight requests finish, then closes
-// the node (drain, sync, snapshot).
+// Shutdown stops accepting and lets in-flight requests finish; the caller
+// then closes the node (drain, sync, snapshot).
 func (s *Server) Shutdown(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -333,7 +335,7 @@ func (s *Server) Shutdown(timeout time.Duration) error {
 		s.adminLn.Close()
 		s.serveWG.Wait()
 	}
-	return s.node.Close()
+	return nil
 }
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/journal"
 )
@@ -17,7 +18,7 @@ func TestSeedingResumesAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	coins, specs, err := cfg.engineSpecs()
+	coins, specs, err := cfg.EngineSpecs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,13 +27,13 @@ func TestSeedingResumesAfterCrash(t *testing.T) {
 
 	// The cut-short first start: every user registered, u's first
 	// configured deposit credited, then the process dies.
-	n, err := journal.Open(journal.Options{Dir: dir, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID})
+	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID}, core.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(c engine.Cmd) {
 		t.Helper()
-		r := journal.AcquireRequest()
+		r := core.AcquireRequest()
 		r.Cmd = c
 		if err := n.Submit(r); err != nil {
 			t.Fatal(err)
@@ -40,7 +41,7 @@ func TestSeedingResumesAfterCrash(t *testing.T) {
 		if err := r.Wait(time.Now().Add(10 * time.Second)); err != nil || r.Out.Reject != engine.OK {
 			t.Fatalf("%+v: %v %v", c, err, r.Out.Reject)
 		}
-		journal.ReleaseRequest(r)
+		core.ReleaseRequest(r)
 	}
 	run(engine.Cmd{Kind: engine.CmdAddUser, UID: cfg.FeeUID, User: noUser})
 	for _, v := range cfg.Users {
@@ -69,19 +70,16 @@ func TestSeedingResumesAfterCrash(t *testing.T) {
 	}
 
 	for start := 0; start < 2; start++ {
-		s, err := Open(Options{Config: cfg, DataDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Node().Seeding() {
+		s, close := openServer(t, cfg, dir)
+		if s.store.Seeding() {
 			t.Errorf("start %d: still seeding after a complete bootstrap", start)
 		}
-		acc := s.Node().Accounts()
+		acc := s.node.Accounts()
 		for c, amt := range want {
 			if avail, frozen := acc.Balance(idx, c); avail+frozen != amt {
 				t.Errorf("start %d: uid %d coin %d: got %d, want the configured %d once", start, u.UID, c, avail+frozen, amt)
 			}
 		}
-		s.Shutdown(5 * time.Second)
+		close()
 	}
 }

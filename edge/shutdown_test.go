@@ -17,10 +17,7 @@ func TestShutdownRightAfterServe(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i := 0; i < 20; i++ {
-		s, err := Open(Options{Config: cfg, DataDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, closeNode := openServer(t, cfg, dir)
 		if err := s.Listen("127.0.0.1:0", "127.0.0.1:0"); err != nil {
 			t.Fatal(err)
 		}
@@ -35,5 +32,6 @@ func TestShutdownRightAfterServe(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("round %d: Shutdown right after Serve did not return in 20 s", i)
 		}
+		closeNode()
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fasthttp"
+	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
-	"github.com/weexcore/exchange/journal"
 )
 
 // verr is a validation failure of one order: an element error in a batch
@@ -215,7 +215,7 @@ type batchElem struct {
 	in  orderIn
 	err *verr
 	rej engine.Reject
-	req *journal.Request
+	req *core.Request
 }
 
 // handleBatch: POST /api/v3/order/batch. Every valid element is submitted
@@ -295,13 +295,13 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	for i := 0; i < n; i++ {
 		el := &st.elems[i]
 		el.req, el.rej = nil, engine.OK
-		r := journal.AcquireRequest()
+		r := core.AcquireRequest()
 		if el.err = buildPlace(m, &el.in, true, c, &r.Cmd); el.err != nil {
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 			continue
 		}
 		if e := s.submit(r); e != nil {
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 			el.err = vBusy
 			continue
 		}
@@ -354,7 +354,7 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 			b = append(b, '}')
 		}
 		if r != nil {
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 			el.req = nil
 		}
 	}
@@ -384,15 +384,15 @@ func handlePlace(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	if m == nil {
 		return errSymbolInvalid
 	}
-	r := journal.AcquireRequest()
+	r := core.AcquireRequest()
 	if v := buildPlace(m, in, false, c, &r.Cmd); v != nil {
-		journal.ReleaseRequest(r)
+		core.ReleaseRequest(r)
 		return v.e
 	}
 	if e := s.run(r); e != nil {
 		return e
 	}
-	defer journal.ReleaseRequest(r)
+	defer core.ReleaseRequest(r)
 	if r.Out.Reject != engine.OK || !r.HasOrder {
 		return rejectErrs[r.Out.Reject]
 	}
@@ -454,11 +454,11 @@ func (s *Server) lookupOrder(c *cred, m *market, id int64, cid []byte) (*market,
 
 func queryErr(err error) *apiError {
 	switch err {
-	case journal.ErrBusy:
+	case core.ErrBusy:
 		return errBusy
-	case journal.ErrTimeout:
+	case core.ErrTimeout:
 		return errTimeout
-	case journal.ErrClosed:
+	case core.ErrClosed:
 		return errClosing
 	}
 	return errInternal
@@ -499,7 +499,7 @@ func handleCancel(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 			return errOrderNotFound
 		}
 	}
-	r := journal.AcquireRequest()
+	r := core.AcquireRequest()
 	r.Cmd = engine.Cmd{Kind: engine.CmdCancel, Market: m.spec.ID, User: c.user, UID: c.uid, OrderID: id}
 	if id == 0 {
 		r.Cmd.Text.Set(cid)
@@ -507,7 +507,7 @@ func handleCancel(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 	if e := s.run(r); e != nil {
 		return e
 	}
-	defer journal.ReleaseRequest(r)
+	defer core.ReleaseRequest(r)
 	if r.Out.Reject != engine.OK || !r.HasOrder {
 		return rejectErrs[r.Out.Reject]
 	}
@@ -535,10 +535,10 @@ func handleCancelAll(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	for i := 0; i < len(orders); i += maxBatch {
 		j := min(i+maxBatch, len(orders))
 		for k := i; k < j; k++ {
-			r := journal.AcquireRequest()
+			r := core.AcquireRequest()
 			r.Cmd = engine.Cmd{Kind: engine.CmdCancel, Market: m.spec.ID, User: c.user, UID: c.uid, OrderID: orders[k].OrderID}
 			if e := s.submit(r); e != nil {
-				journal.ReleaseRequest(r)
+				core.ReleaseRequest(r)
 				r = nil
 			}
 			st.reqs[k-i] = r
@@ -555,7 +555,7 @@ func handleCancelAll(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 				first = false
 				b = appendOrder(b, m, &r.Order)
 			}
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 		}
 	}
 	st.buf = append(b, ']')
@@ -646,7 +646,7 @@ func handleCancelBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 	var mk [maxBatch]*market
 	for i := 0; i < n; i++ {
 		st.reqs[i] = nil
-		r := journal.AcquireRequest()
+		r := core.AcquireRequest()
 		r.Cmd = engine.Cmd{Kind: engine.CmdCancel, User: c.user, UID: c.uid}
 		if i < nIDs {
 			r.Cmd.OrderID = ids[i]
@@ -669,12 +669,12 @@ func handleCancelBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 			}
 		}
 		if mk[i] == nil {
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 			continue
 		}
 		r.Cmd.Market = mk[i].spec.ID
 		if s.submit(r) != nil {
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 			continue
 		}
 		st.reqs[i] = r
@@ -701,7 +701,7 @@ func handleCancelBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 			b = append(b, `,"errorCode":"ORDER_NOT_FOUND","errorMsg":"order does not exist or is not working"}`...)
 		}
 		if r != nil {
-			journal.ReleaseRequest(r)
+			core.ReleaseRequest(r)
 		}
 	}
 	st.buf = append(b, "]}"...)

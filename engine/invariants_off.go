@@ -2,6 +2,7 @@
 
 package engine
 
-// Invariants is true in builds with -tags invariants: callers (tests, the
-// shard runtime at barriers) run CheckInvariants after every command.
+// Invariants is true in builds with -tags invariants: the shard runtime
+// (package core) then runs CheckInvariants after every command it
+// applies, and tests after theirs.
 const Invariants = false

@@ -28,6 +28,10 @@ const (
 	rejectCount
 )
 
+// NumRejects is the number of Reject values, OK included: every value
+// below it has a name and an entry in the edge's code table.
+const NumRejects = int(rejectCount)
+
 var rejectNames = [...]string{
 	OK:                           "OK",
 	RejectInsufficientBalance:    "INSUFFICIENT_BALANCE",

@@ -4,118 +4,23 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/internal/walio"
 )
 
-// crashImage copies a running node's directory while every shard is
-// stopped at a barrier: everything acknowledged is synced, so the copy is
-// what a power cut right then would leave (no Close, no final snapshot).
-func crashImage(t *testing.T, n *Node, dst string) {
-	t.Helper()
-	n.barMu.Lock()
-	defer n.barMu.Unlock()
-	b, err := n.stopAll(deadline())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer close(b.release)
-	ents, err := os.ReadDir(n.opt.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(dst, 0o755)
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		in, err := os.Open(filepath.Join(n.opt.Dir, e.Name()))
-		if errors.Is(err, os.ErrNotExist) {
-			continue // a WAL spare being written was just renamed into place
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(filepath.Join(dst, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			t.Fatal(err)
-		}
-		in.Close()
-		out.Close()
-	}
-}
-
-// loadBatches runs batches of deposits and orders through n; every batch is
-// submitted together so it lands in few journal records.
-func loadBatches(t *testing.T, n *Node, batches, per int) {
-	t.Helper()
-	addUser(t, n, feeUID)
-	u := addUser(t, n, 100)
-	v := addUser(t, n, 200)
-	moreBatches(t, n, u, v, batches, per)
-}
-
-// moreBatches is loadBatches' load for its users u (uid 100) and v (200).
-func moreBatches(t *testing.T, n *Node, u, v engine.UserIdx, batches, per int) {
-	t.Helper()
-	for b := 0; b < batches; b++ {
-		var reqs []*Request
-		for i := 0; i < per; i++ {
-			r := AcquireRequest()
-			switch i % 3 {
-			case 0:
-				r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 100, Coin: 2, Amount: 1_000_000}
-			case 1:
-				r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: v, UID: 200, Coin: 0, Amount: 1_000_000}
-			default:
-				r.Cmd = engine.Cmd{Kind: engine.CmdPlace, User: v, UID: 200, Market: engine.MarketID(b % 2), Side: engine.Sell,
-					Type: engine.Limit, TIF: engine.GTC, Price: engine.Price(10000 + i), Qty: 1}
-			}
-			if err := n.Submit(r); err != nil {
-				t.Fatal(err)
-			}
-			reqs = append(reqs, r)
-		}
-		for _, r := range reqs {
-			if err := r.Wait(deadline()); err != nil {
-				t.Fatal(err)
-			}
-			ReleaseRequest(r)
-		}
-	}
-}
-
-type logBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuf) logf(f string, a ...any) {
-	l.mu.Lock()
-	fmt.Fprintf(&l.b, f+"\n", a...)
-	l.mu.Unlock()
-}
-
-func (l *logBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
-// recordKeys returns shard's journal keys in order.
+// recordKeys returns shard's journal keys in order (plain Pebble).
 func recordKeys(t *testing.T, dir string, shard int) [][]byte {
-	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{func(string, ...any) {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := plainDB(t, dir, true)
 	defer db.Close()
 	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal, byte(shard)}, UpperBound: []byte{pfxJournal, byte(shard + 1)}})
 	var keys [][]byte
@@ -126,13 +31,39 @@ func recordKeys(t *testing.T, dir string, shard int) [][]byte {
 	return keys
 }
 
+// lastSeqs reads each shard's last journaled sequence with Pebble alone
+// (no checks of ours: walcheck.go is not run), from the record headers.
+func lastSeqs(dir string) ([]uint64, error) {
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal}, UpperBound: []byte{pfxJournal + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	last := make([]uint64, 3)
+	for valid := it.First(); valid; valid = it.Next() {
+		k, v := it.Key(), it.Value()
+		r, err := checkRecord(v)
+		if err != nil {
+			return nil, fmt.Errorf("record %x: %w", k, err)
+		}
+		sh := int(k[1])
+		if r.firstSeq != last[sh]+1 {
+			return nil, fmt.Errorf("shard %d: record at seq %d after seq %d (gap)", sh, r.firstSeq, last[sh])
+		}
+		last[sh] = r.firstSeq + uint64(r.count) - 1
+	}
+	return last, it.Error()
+}
+
 // rewrite changes one value in dir with f (through Pebble, so only our own
 // record checks can notice).
 func rewrite(t *testing.T, dir string, key []byte, f func(v []byte) []byte) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{func(string, ...any) {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := plainDB(t, dir, false)
 	v, c, err := db.Get(key)
 	if err != nil {
 		t.Fatal(err)
@@ -149,47 +80,29 @@ func rewrite(t *testing.T, dir string, key []byte, f func(v []byte) []byte) {
 // shard's journal is cut back and reported; the state is that of the
 // commands before it.
 func TestTornRecordTail(t *testing.T) {
-	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadBatches(t, n, 6, 30)
-	img := filepath.Join(t.TempDir(), "img")
-	want, seqs, err := n.State(deadline())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashImage(t, n, img)
-	n.Close()
-
+	img, want, seqs := image(t, 6, 30)
 	// Append a torn copy of the ledger's last record as its next record.
 	ledger := 2
 	keys := recordKeys(t, img, ledger)
 	last := keys[len(keys)-1]
-	db, err := pebble.Open(img, &pebble.Options{Logger: quietLogger{func(string, ...any) {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := plainDB(t, img, false)
 	v, c, _ := db.Get(last)
 	torn := append([]byte(nil), v[:len(v)/2]...)
 	c.Close()
 	db.Set(journalKey(nil, ledger, seqs[ledger]+1), torn, pebble.Sync)
 	db.Close()
 
-	var log logBuf
-	o := testOptions(t, img)
-	o.Logf = log.logf
-	n, err = Open(o)
+	var log testLog
+	s, st, err := openLoad(t, img, log.logger())
 	if err != nil {
 		t.Fatalf("open with a torn tail: %v", err)
 	}
-	got, gotSeqs, _ := n.State(deadline())
-	n.Close()
-	if got != want || !equalSeqs(gotSeqs, seqs) {
+	got, gotSeqs := st.Hash(), st.Seqs
+	s.Close()
+	if got != want || !slices.Equal(gotSeqs, seqs) {
 		t.Fatalf("after cutting the torn tail: hash %s seqs %v, want %s %v", hashString(got), gotSeqs, hashString(want), seqs)
 	}
-	if !strings.Contains(log.String(), fmt.Sprintf("shard %d: cutting torn record at seq %d", ledger, seqs[ledger]+1)) {
+	if !strings.Contains(log.String(), fmt.Sprintf("cutting torn record\" shard=%d seq=%d", ledger, seqs[ledger]+1)) {
 		t.Fatalf("log does not report the cut:\n%s", log.String())
 	}
 	if k := recordKeys(t, img, ledger); len(k) != len(keys) {
@@ -198,32 +111,23 @@ func TestTornRecordTail(t *testing.T) {
 }
 
 // TestFlippedByteMiddle: a record failing its checksum before the tail
-// refuses Open, naming the shard and sequence.
+// refuses Load, naming the shard and sequence, with ErrCorrupt.
 func TestFlippedByteMiddle(t *testing.T) {
-	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadBatches(t, n, 8, 30)
-	img := filepath.Join(t.TempDir(), "img")
-	crashImage(t, n, img)
-	n.Close()
+	img, _, _ := image(t, 8, 30)
 	keys := recordKeys(t, img, 0)
 	if len(keys) < 3 {
 		t.Fatalf("shard 0 has %d records, want >= 3", len(keys))
 	}
 	mid := keys[len(keys)/2]
 	rewrite(t, img, mid, func(v []byte) []byte { v[len(v)/2] ^= 0x10; return v })
-	_, err = Open(testOptions(t, img))
-	want := fmt.Sprintf("journal: shard 0: corrupt record at seq %d", be.Uint64(mid[2:]))
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("open with a flipped byte: got %v, want %q", err, want)
+	_, _, err := openLoad(t, img, nil)
+	want := fmt.Sprintf("shard 0: record at seq %d", be.Uint64(mid[2:]))
+	if err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("open with a flipped byte: got %v, want ErrCorrupt and %q", err, want)
 	}
 	// The audit path refuses too.
-	o := Options{Dir: img, ReadOnly: true, FullReplay: true}
-	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("read-only open with a flipped byte: got %v, want %q", err, want)
+	if _, err := loadRO(img, true); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("read-only load with a flipped byte: got %v, want ErrCorrupt and %q", err, want)
 	}
 }
 
@@ -240,11 +144,11 @@ func newestWAL(t *testing.T, dir string) string {
 // TestWALTrailerFlip flips the bit that makes a record's first chunk in
 // the newest WAL claim the next WAL's number: Pebble alone reads that as
 // the WAL's end trailer and drops the records after it without an error
-// (journalTags, a plain read-only pebble.Open); Open refuses (walcheck.go). The same
-// image with the chunk's own number put back opens.
+// (lastSeqs, a plain read-only pebble.Open); Open refuses (walcheck.go).
+// The same image with the chunk's own number put back opens.
 func TestWALTrailerFlip(t *testing.T) {
 	img, wal, good := walImage(t)
-	_, before, err := journalTags(img)
+	before, err := lastSeqs(img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,19 +170,19 @@ func TestWALTrailerFlip(t *testing.T) {
 	if err := os.WriteFile(wal, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, after, err := journalTags(img)
+	after, err := lastSeqs(img)
 	if err != nil {
 		t.Fatalf("Pebble refuses the flip itself now (%v): walcheck.go may be unneeded", err)
 	}
 	if slices.Equal(before, after) {
 		t.Fatal("Pebble read the whole WAL past the flipped chunk: the test does not flip what it means to")
 	}
-	if _, err := Open(testOptions(t, img)); err == nil || !strings.Contains(err.Error(), "corrupt") {
-		t.Fatalf("open with a chunk numbered as the next WAL's end: got %v, want a refusal", err)
+	if _, _, err := openLoad(t, img, nil); err == nil || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a chunk numbered as the next WAL's end: got %v, want ErrCorrupt", err)
 	} else {
 		t.Logf("refused as expected: %v", err)
 	}
-	if _, err := Open(Options{Dir: img, ReadOnly: true, FullReplay: true}); err == nil {
+	if _, err := loadRO(img, true); err == nil {
 		t.Fatal("read-only open with a chunk numbered as the next WAL's end: got no error")
 	}
 	if err := os.WriteFile(wal, good, 0o644); err != nil {
@@ -288,20 +192,12 @@ func TestWALTrailerFlip(t *testing.T) {
 }
 
 // walImage writes 90 batches of 80 commands, takes a crash image of the
-// directory (crashImage) and returns it, its newest WAL and that WAL's bytes.
+// directory and returns it, its newest WAL and that WAL's bytes.
 func walImage(t *testing.T) (img, wal string, b []byte) {
 	t.Helper()
-	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadBatches(t, n, 90, 80)
-	img = filepath.Join(t.TempDir(), "img")
-	crashImage(t, n, img)
-	n.Close()
+	img, _, _ = image(t, 90, 80)
 	wal = newestWAL(t, img)
-	b, err = os.ReadFile(wal)
+	b, err := os.ReadFile(wal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +223,7 @@ func walPayloadAt(t *testing.T, b []byte, off int) int {
 }
 
 // walEnd returns where the records of a WAL file end: it is written onto
-// a spare of zeros (walspare.go), so the file goes on past them.
+// a spare of zeros (walio), so the file goes on past them.
 func walEnd(b []byte) int {
 	n := len(b)
 	for n > 0 && b[n-1] == 0 {
@@ -349,22 +245,14 @@ func TestTornWALTail(t *testing.T) {
 }
 
 func testTornWALTail(t *testing.T, zero bool) {
-	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadBatches(t, n, 6, 30)
-	_, seqs, _ := n.State(deadline())
-	img := filepath.Join(t.TempDir(), "img")
-	crashImage(t, n, img)
-	n.Close()
+	img, _, seqs := image(t, 6, 30)
 	wal := newestWAL(t, img)
 	b, _ := os.ReadFile(wal)
 	end := walEnd(b)
 	if end == len(b) {
 		t.Fatalf("the newest WAL (%d bytes) is not on a spare", len(b))
 	}
+	var err error
 	if zero {
 		clear(b[end-40 : end])
 		err = os.WriteFile(wal, b, 0o644)
@@ -374,7 +262,7 @@ func testTornWALTail(t *testing.T, zero bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, gotSeqs, err := journalTags(img)
+	gotSeqs, err := lastSeqs(img)
 	if err != nil {
 		t.Fatalf("journal after the torn WAL: %v", err)
 	}
@@ -396,22 +284,20 @@ func testTornWALTail(t *testing.T, zero bool) {
 // hash and the shards' seqs after the reopen.
 func reopenImage(t *testing.T, img string) ([32]byte, []uint64) {
 	t.Helper()
-	n, err := Open(testOptions(t, img))
+	s, st, err := openLoad(t, img, nil)
 	if err != nil {
 		t.Fatalf("open the crash image: %v", err)
 	}
-	h, seqs, _ := n.State(deadline())
-	if err := n.Check(deadline()); err != nil {
+	if err := engineCheck(st); err != nil {
 		t.Fatal(err)
 	}
-	n.Close()
-	ro, err := Open(Options{Dir: img, ReadOnly: true, FullReplay: true})
+	h, seqs := st.Hash(), append([]uint64(nil), st.Seqs...)
+	s.Close()
+	full, err := loadRO(img, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf, _, _ := ro.State(deadline())
-	ro.Close()
-	if h != hf {
+	if hf := full.Hash(); h != hf {
 		t.Fatalf("hash after restart %s, full replay %s", hashString(h), hashString(hf))
 	}
 	return h, seqs
@@ -430,18 +316,77 @@ func TestFlippedByteWAL(t *testing.T) {
 		t.Fatalf("WAL of %d bytes: too small for a flip before its last block", end)
 	}
 	// The flip goes into a chunk's payload: a flip of the one header bit
-	// Pebble reads as the WAL's end is TestWALTrailerFlip's (this test
-	// once hit it: where records start moves with timing).
+	// Pebble reads as the WAL's end is TestWALTrailerFlip's.
 	b[walPayloadAt(t, b, end/3)] ^= 0x01
 	if err := os.WriteFile(wal, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := journalTags(img); err == nil {
+	if _, err := lastSeqs(img); err == nil {
 		t.Fatal("read-only Pebble open with a flipped byte in the middle of the WAL: got no error")
 	}
-	_, err := Open(testOptions(t, img))
-	if err == nil {
-		t.Fatal("open with a flipped byte in the middle of the WAL: got no error")
+	_, _, err := openLoad(t, img, nil)
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open with a flipped byte in the middle of the WAL: got %v, want ErrCorrupt", err)
 	}
 	t.Logf("refused as expected: %v", err)
+}
+
+// TestWALOnRecycledSpare: memtable flushes make Pebble recycle the small
+// early WALs, and each is filled up into the next spare, old records and
+// all, so the later WALs are written over another WAL's records; a crash
+// image then opens to the same state (a reader stops at the old records:
+// they name another WAL), and a full read-only replay agrees.
+func TestWALOnRecycledSpare(t *testing.T) {
+	testMaxSpare = 4 << 20 // spares of 256 KiB .. 4 MiB, written in well under a second each
+	defer func() { testMaxSpare = 0 }()
+	dir := t.TempDir()
+	var log testLog
+	s, st, err := openLoad(t, dir, log.logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := newShards(s, st)
+	sh.loadBatches(t, 1, 3)
+	u, v := engine.UserIdx(1), engine.UserIdx(2) // uids 100 and 200
+	for i := 0; i < 8; i++ {
+		sh.moreBatches(t, u, v, 10, 60)
+		waitSpare(t, dir)
+		if err := s.db.Flush(); err != nil { // a new WAL; the flushed ones go to the recycler
+			t.Fatal(err)
+		}
+	}
+	sh.moreBatches(t, u, v, 10, 60) // into the newest WAL, on a spare that was a recycled WAL
+	recycled := strings.Count(log.String(), "recycledStartsNext=")
+	if recycled < 3 {
+		t.Fatalf("no recycled WAL became a spare:\n%s", log.String())
+	}
+	h, seqs := st.Hash(), append([]uint64(nil), st.Seqs...)
+	img := filepath.Join(t.TempDir(), "img")
+	crashImage(t, dir, img)
+	s.Close()
+	b, err := os.ReadFile(newestWAL(t, img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if walEnd(b) == len(b) {
+		t.Fatal("the newest WAL is not on a spare")
+	}
+	h2, seqs2 := reopenImage(t, img)
+	if h2 != h || !slices.Equal(seqs2, seqs) {
+		t.Fatalf("after the crash image: hash %s seqs %v, before %s %v", hashString(h2), seqs2, hashString(h), seqs)
+	}
+	t.Logf("%d recycled WALs became spares", recycled)
+}
+
+// waitSpare waits until dir has a WAL spare in place.
+func waitSpare(t *testing.T, dir string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, walio.SpareName)); err == nil {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("no spare written in 10 s")
+		}
+	}
 }

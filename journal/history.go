@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/weexcore/exchange/engine"
@@ -17,15 +16,15 @@ import (
 
 // scan iterates [lower, upper) forwards (or backwards) and calls f with
 // each value until f returns false.
-func (x *impl) scan(lower, upper []byte, reverse bool, f func(k, v []byte) bool) error {
-	x.dbMu.RLock()
-	defer x.dbMu.RUnlock()
-	if x.db == nil {
+func (s *Store) scan(lower, upper []byte, reverse bool, f func(k, v []byte) bool) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
 		return ErrClosed
 	}
-	it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return fmt.Errorf("journal: %v", err)
+		return wrapPebble("read", err)
 	}
 	var valid bool
 	if reverse {
@@ -37,7 +36,7 @@ func (x *impl) scan(lower, upper []byte, reverse bool, f func(k, v []byte) bool)
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()
-			return fmt.Errorf("journal: %v", err)
+			return wrapPebble("read", err)
 		}
 		if !f(it.Key(), v) {
 			break
@@ -48,7 +47,7 @@ func (x *impl) scan(lower, upper []byte, reverse bool, f func(k, v []byte) bool)
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("journal: %v", err)
+		return wrapPebble("read", err)
 	}
 	return nil
 }
@@ -60,18 +59,18 @@ func step(it *pebble.Iterator, reverse bool) bool {
 	return it.Next()
 }
 
-func (x *impl) get(key []byte, f func(v []byte)) (bool, error) {
-	x.dbMu.RLock()
-	defer x.dbMu.RUnlock()
-	if x.db == nil {
+func (s *Store) get(key []byte, f func(v []byte)) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
 		return false, ErrClosed
 	}
-	v, c, err := x.db.Get(key)
+	v, c, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("journal: %v", err)
+		return false, wrapPebble("read", err)
 	}
 	f(v)
 	c.Close()
@@ -81,23 +80,23 @@ func (x *impl) get(key []byte, f func(v []byte)) (bool, error) {
 const maxTime = int64(^uint64(0) >> 1)
 
 // viewIter runs f with a read lock held and a fresh iterator over
-// [lower, upper); f may also read x.db directly.
-func (x *impl) viewIter(lower, upper []byte, f func(it *pebble.Iterator) error) error {
-	x.dbMu.RLock()
-	defer x.dbMu.RUnlock()
-	if x.db == nil {
+// [lower, upper); f may also read s.db directly.
+func (s *Store) viewIter(lower, upper []byte, f func(it *pebble.Iterator) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
 		return ErrClosed
 	}
-	it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return fmt.Errorf("journal: %v", err)
+		return wrapPebble("read", err)
 	}
 	err = f(it)
 	if ierr := it.Error(); err == nil && ierr != nil {
-		err = fmt.Errorf("journal: %v", ierr)
+		err = wrapPebble("read", ierr)
 	}
 	if cerr := it.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("journal: %v", cerr)
+		err = wrapPebble("read", cerr)
 	}
 	return err
 }
@@ -108,7 +107,7 @@ func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error
 	first, ok := orderBlockFirst(k)
 	r, u, t, ok2 := orderBlockHeader(v)
 	if !ok || !ok2 {
-		return 0, fmt.Errorf("journal: corrupt order block %x", k)
+		return 0, fmt.Errorf("%w: order block %x", ErrCorrupt, k)
 	}
 	uid := int64(be.Uint64(k[1:]) ^ 1<<63)
 	m := engine.MarketID(be.Uint16(k[9:]))
@@ -116,7 +115,7 @@ func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error
 		var o engine.OrderView
 		r.order(&o, uid, u, m, first, t)
 		if r.bad {
-			return 0, fmt.Errorf("journal: corrupt order block %x", k)
+			return 0, fmt.Errorf("%w: order block %x", ErrCorrupt, k)
 		}
 		if !f(&o) {
 			break
@@ -125,57 +124,7 @@ func orderBlockEach(k, v []byte, f func(o *engine.OrderView) bool) (int64, error
 	return t, nil
 }
 
-// allOrders returns uid's orders in m created within [startMs, endMs], in
-// id order, which is creation order (ids and batch times both grow along a
-// market's shard), skipping offset and returning at most limit: the
-// working ones from the shard merged with the finished ones from history.
-// The shard answers after every earlier batch is durable, so an order that
-// finished before the answer has its row; one that finished since is in
-// both, and its row (the later state) wins.
-func (x *impl) allOrders(u engine.UserIdx, uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, deadline time.Time, dst []engine.OrderView) ([]engine.OrderView, error) {
-	if limit <= 0 || endMs < startMs {
-		return dst, nil
-	}
-	r, err := x.query(QueryOpenOrders, engine.Cmd{User: u, UID: uid, Market: m}, deadline)
-	if err != nil {
-		return dst, err
-	}
-	defer releaseRequest(r)
-	if testAfterWorking != nil {
-		testAfterWorking()
-	}
-	working := r.Orders
-	emit := func(o *engine.OrderView) bool { // false once limit is reached
-		if o.TimeMs < startMs || o.TimeMs > endMs {
-			return true
-		}
-		if offset > 0 {
-			offset--
-			return true
-		}
-		dst = append(dst, *o)
-		limit--
-		return limit > 0
-	}
-	err = x.finishedOrders(uid, m, startMs, endMs, func(h *engine.OrderView) bool {
-		for ; len(working) > 0 && working[0].OrderID <= h.OrderID; working = working[1:] {
-			if working[0].OrderID != h.OrderID && !emit(&working[0]) {
-				return false
-			}
-		}
-		return emit(h)
-	})
-	for ; err == nil && limit > 0 && len(working) > 0; working = working[1:] {
-		emit(&working[0])
-	}
-	return dst, err
-}
-
-// testAfterWorking, when set (tests only), runs in allOrders between the
-// shard's answer and the read of history.
-var testAfterWorking func()
-
-// finishedOrders calls f with uid's finished orders in m in id order, from
+// FinishedOrders calls f with uid's finished orders in m in id order, from
 // the first created at or after startMs to the last created at or before
 // endMs (and maybe a few before and after), until f returns false. They
 // are in two key ranges: "o" blocks of the orders a batch created and
@@ -183,10 +132,10 @@ var testAfterWorking func()
 // fall between those of the blocks (within the range of the batch that
 // created them). Every order of a key has an id at or above the key's, so
 // an order read is passed on once a key above its id is reached.
-func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64, f func(o *engine.OrderView) bool) (err error) {
-	x.dbMu.RLock()
-	defer x.dbMu.RUnlock()
-	if x.db == nil {
+func (s *Store) FinishedOrders(uid int64, m engine.MarketID, startMs, endMs int64, f func(o *engine.OrderView) bool) (err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
 		return ErrClosed
 	}
 	pfx := [2]byte{pfxOrder, pfxLater}
@@ -195,16 +144,16 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 	for i := range its {
 		lower := userOrderKey(nil, pfx[i], uid, m, -1<<63)
 		upper := be.AppendUint16(be.AppendUint64([]byte{pfx[i]}, s64(uid)), uint16(m)+1)
-		if its[i], err = x.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
-			err = fmt.Errorf("journal: %v", err)
+		if its[i], err = s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
+			err = wrapPebble("read", err)
 			break
 		}
 		defer func(it *pebble.Iterator) {
 			if ierr := it.Error(); err == nil && ierr != nil {
-				err = fmt.Errorf("journal: %v", ierr)
+				err = wrapPebble("read", ierr)
 			}
 			if cerr := it.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("journal: %v", cerr)
+				err = wrapPebble("read", cerr)
 			}
 		}(its[i])
 		if valid[i], err = seekTime(its[i], pfx[i], uid, m, startMs); err != nil {
@@ -242,7 +191,7 @@ func (x *impl) finishedOrders(uid int64, m engine.MarketID, startMs, endMs int64
 			break
 		}
 		if len(blk) == 0 {
-			return fmt.Errorf("journal: corrupt order block %x: no orders", its[i].Key())
+			return fmt.Errorf("%w: order block %x: no orders", ErrCorrupt, its[i].Key())
 		}
 		if !pass(blk[0].OrderID) {
 			return err
@@ -271,7 +220,7 @@ func seekTime(it *pebble.Iterator, pfx byte, uid int64, m engine.MarketID, start
 		}
 		_, _, t, ok := orderBlockHeader(it.Value())
 		if !ok {
-			return false, fmt.Errorf("journal: corrupt order block %x", it.Key())
+			return false, fmt.Errorf("%w: order block %x", ErrCorrupt, it.Key())
 		}
 		if t >= startMs {
 			hi = mid
@@ -282,11 +231,11 @@ func seekTime(it *pebble.Iterator, pfx byte, uid int64, m engine.MarketID, start
 	return it.SeekGE(userOrderKey(k[:0], pfx, uid, m, lo)), nil
 }
 
-// historyOrder finds an order in history by id, or by client id when id is
+// Order finds a finished order in history by id, or by client id when id is
 // 0 (the latest order of uid in m with that client id).
-func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) (engine.OrderView, bool, error) {
+func (s *Store) Order(uid int64, m engine.MarketID, id int64, cid []byte) (engine.OrderView, bool, error) {
 	if id != 0 {
-		return x.orderByID(uid, m, id)
+		return s.orderByID(uid, m, id)
 	}
 	if len(cid) == 0 {
 		return engine.OrderView{}, false, nil
@@ -297,7 +246,7 @@ func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) 
 	var best engine.OrderView
 	var found bool
 	try := func(id int64) error {
-		o, ok, err := x.orderByID(uid, m, id)
+		o, ok, err := s.orderByID(uid, m, id)
 		var buf [engine.ClientIDMax + 2]byte
 		if err != nil || !ok || string(o.AppendClientID(buf[:0])) != string(cid) {
 			return err
@@ -308,7 +257,7 @@ func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) 
 		return nil
 	}
 	var cidOrder int64
-	if _, err := x.get(clientIDKey(nil, uid, m, cid), func(v []byte) {
+	if _, err := s.get(clientIDKey(nil, uid, m, cid), func(v []byte) {
 		if len(v) == 8 {
 			cidOrder = int64(be.Uint64(v) ^ 1<<63)
 		}
@@ -333,7 +282,7 @@ func (x *impl) historyOrder(uid int64, m engine.MarketID, id int64, cid []byte) 
 // orderByID reads uid's finished order id in m: its "l" row if it has
 // one, else its entry in the "o" block of the batch that created it (the
 // last block whose first id is <= id).
-func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderView, bool, error) {
+func (s *Store) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderView, bool, error) {
 	var o engine.OrderView
 	var found bool
 	find := func(k, v []byte) error {
@@ -348,9 +297,9 @@ func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderVi
 	// A Get for the "l" row first: no iterator unless there is none.
 	k := laterKey(nil, uid, m, id)
 	var ferr error
-	row, err := x.get(k, func(v []byte) { ferr = find(k, v) })
+	row, err := s.get(k, func(v []byte) { ferr = find(k, v) })
 	if err == nil && !row {
-		err = x.viewIter(orderBlockKey(nil, uid, m, -1<<63), orderBlockKey(nil, uid, m, id+1), func(it *pebble.Iterator) error {
+		err = s.viewIter(orderBlockKey(nil, uid, m, -1<<63), orderBlockKey(nil, uid, m, id+1), func(it *pebble.Iterator) error {
 			if !it.Last() {
 				return nil
 			}
@@ -369,13 +318,13 @@ func (x *impl) orderByID(uid int64, m engine.MarketID, id int64) (engine.OrderVi
 // eachUserBlock walks uid's "h" blocks with time in [startMs, endMs),
 // forwards or backwards; within a block entries go forwards. f returns
 // false to stop.
-func (x *impl) eachUserBlock(uid, startMs, endMs int64, reverse bool, f func(d *userBlockDecoder) (bool, error)) error {
+func (s *Store) eachUserBlock(uid, startMs, endMs int64, reverse bool, f func(d *userBlockDecoder) (bool, error)) error {
 	lower, upper := userBlockRange(uid, startMs, endMs)
 	var d userBlockDecoder
 	var ferr error
-	err := x.scan(lower, upper, reverse, func(k, v []byte) bool {
+	err := s.scan(lower, upper, reverse, func(k, v []byte) bool {
 		if !d.init(k, v) {
-			ferr = fmt.Errorf("journal: corrupt history block %x", k)
+			ferr = fmt.Errorf("%w: history block %x", ErrCorrupt, k)
 			return false
 		}
 		var more bool
@@ -388,14 +337,21 @@ func (x *impl) eachUserBlock(uid, startMs, endMs int64, reverse bool, f func(d *
 	return err
 }
 
-var errCorruptBlock = errors.New("journal: corrupt history block")
+var errCorruptBlock = fmt.Errorf("%w: history block", ErrCorrupt)
 
-func (x *impl) bills(uid int64, coin int, biz engine.BizType, startMs, endMs int64, offset, limit int, dst []engine.Bill) ([]engine.Bill, error) {
+// CoinAll asks Bills for every coin.
+const CoinAll = -1
+
+// Bills returns uid's finance records with time in [startMs, endMs), newest
+// first, filtered by coin (CoinAll for any) and biz (0 for any), skipping
+// offset and returning at most limit. History does not keep Bill.User (it
+// is 0); UID identifies the user.
+func (s *Store) Bills(uid int64, coin int, biz engine.BizType, startMs, endMs int64, offset, limit int, dst []engine.Bill) ([]engine.Bill, error) {
 	if limit <= 0 || endMs <= startMs {
 		return dst, nil
 	}
 	var block []engine.Bill
-	err := x.eachUserBlock(uid, startMs, endMs, true, func(d *userBlockDecoder) (bool, error) {
+	err := s.eachUserBlock(uid, startMs, endMs, true, func(d *userBlockDecoder) (bool, error) {
 		block = block[:0]
 		var t engine.Trade
 		var b engine.Bill
@@ -430,16 +386,16 @@ func (x *impl) bills(uid int64, coin int, biz engine.BizType, startMs, endMs int
 	return dst, err
 }
 
-// trades returns uid's fills in m; a user's trade carries only that user's
+// Trades returns uid's fills in m; a user's trade carries only that user's
 // side (its order, uid and fee); the other side's are zero.
-func (x *impl) trades(uid int64, m engine.MarketID, startMs, endMs int64, limit int, dst []engine.Trade) ([]engine.Trade, error) {
+func (s *Store) Trades(uid int64, m engine.MarketID, startMs, endMs int64, limit int, dst []engine.Trade) ([]engine.Trade, error) {
 	if limit <= 0 || endMs < startMs {
 		return dst, nil
 	}
 	if endMs < maxTime {
 		endMs++
 	}
-	err := x.eachUserBlock(uid, startMs, endMs, false, func(d *userBlockDecoder) (bool, error) {
+	err := s.eachUserBlock(uid, startMs, endMs, false, func(d *userBlockDecoder) (bool, error) {
 		var t engine.Trade
 		var b engine.Bill
 		for {
@@ -462,7 +418,8 @@ func (x *impl) trades(uid int64, m engine.MarketID, startMs, endMs int64, limit 
 	return dst, err
 }
 
-func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([]engine.Trade, error) {
+// MarketTrades returns m's most recent public trades, newest first.
+func (s *Store) MarketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([]engine.Trade, error) {
 	if limit <= 0 {
 		return dst, nil
 	}
@@ -470,10 +427,10 @@ func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([
 	upper := be.AppendUint16([]byte{pfxPublic}, uint16(m)+1)
 	var block []engine.Trade
 	var bad error
-	err := x.scan(lower, upper, true, func(k, v []byte) bool {
+	err := s.scan(lower, upper, true, func(k, v []byte) bool {
 		block = block[:0]
 		if !decodePublic(k, v, func(t *engine.Trade) bool { block = append(block, *t); return true }) {
-			bad = fmt.Errorf("journal: corrupt trade block %x", k)
+			bad = fmt.Errorf("%w: trade block %x", ErrCorrupt, k)
 			return false
 		}
 		for i := len(block) - 1; i >= 0; i-- { // newest first
@@ -493,12 +450,12 @@ func (x *impl) marketTrades(m engine.MarketID, limit int, dst []engine.Trade) ([
 // Export calls trade for every public trade (market id order, then trade
 // id) and bill for every finance record (uid, then time, shard and seq
 // order). For the audit tool.
-func (n *Node) Export(trade func(*engine.Trade) error, bill func(*engine.Bill) error) error {
+func (s *Store) Export(trade func(*engine.Trade) error, bill func(*engine.Bill) error) error {
 	var ferr error
 	if trade != nil {
-		err := n.scan([]byte{pfxPublic}, []byte{pfxPublic + 1}, false, func(k, v []byte) bool {
+		err := s.scan([]byte{pfxPublic}, []byte{pfxPublic + 1}, false, func(k, v []byte) bool {
 			if !decodePublic(k, v, func(t *engine.Trade) bool { ferr = trade(t); return ferr == nil }) && ferr == nil {
-				ferr = fmt.Errorf("journal: corrupt trade block %x", k)
+				ferr = fmt.Errorf("%w: trade block %x", ErrCorrupt, k)
 			}
 			return ferr == nil
 		})
@@ -511,9 +468,9 @@ func (n *Node) Export(trade func(*engine.Trade) error, bill func(*engine.Bill) e
 	}
 	if bill != nil {
 		var d userBlockDecoder
-		err := n.scan([]byte{pfxHistory}, []byte{pfxHistory + 1}, false, func(k, v []byte) bool {
+		err := s.scan([]byte{pfxHistory}, []byte{pfxHistory + 1}, false, func(k, v []byte) bool {
 			if !d.init(k, v) {
-				ferr = fmt.Errorf("journal: corrupt history block %x", k)
+				ferr = fmt.Errorf("%w: history block %x", ErrCorrupt, k)
 				return false
 			}
 			var t engine.Trade
@@ -530,7 +487,7 @@ func (n *Node) Export(trade func(*engine.Trade) error, bill func(*engine.Bill) e
 				}
 			}
 			if d.r.bad {
-				ferr = fmt.Errorf("journal: corrupt history block %x", k)
+				ferr = fmt.Errorf("%w: history block %x", ErrCorrupt, k)
 			}
 			return ferr == nil
 		})

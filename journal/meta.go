@@ -2,7 +2,10 @@ package journal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weexcore/exchange/engine"
 )
@@ -18,7 +21,7 @@ type meta struct {
 	Coins   []engine.Coin        `json:"coins"`
 	Markets []*engine.MarketSpec `json:"markets"`
 	// Seeding is set when the directory is created and cleared by
-	// Node.Seeded once its owner has applied its initial commands (the
+	// Store.Seeded once its owner has applied its initial commands (the
 	// config's deposits): a crash in between leaves it set.
 	Seeding bool `json:"seeding,omitempty"`
 }
@@ -32,12 +35,12 @@ const metaVersion = 3
 func decodeMeta(b []byte) (*meta, error) {
 	var m meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("journal: meta: %v", err)
+		return nil, fmt.Errorf("%w: meta: %w", ErrCorrupt, err)
 	}
 	if m.Version != metaVersion {
 		return nil, fmt.Errorf("journal: data directory layout version %d not supported (this build reads version %d)", m.Version, metaVersion)
 	}
-	if m.Shards < 1 || m.Shards > maxMarketShards {
+	if m.Shards < 1 || m.Shards > MaxMarketShards {
 		return nil, fmt.Errorf("journal: meta: %d shards", m.Shards)
 	}
 	return &m, nil
@@ -116,4 +119,56 @@ func (m *meta) replaySpecs(configured []*engine.MarketSpec) ([]*engine.MarketSpe
 		}
 	}
 	return out, changed
+}
+
+// readMeta returns the stored meta, or nil in a new directory.
+func (s *Store) readMeta() (*meta, error) {
+	v, closer, err := s.db.Get([]byte{pfxMeta})
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, wrapPebble("read meta", err)
+	}
+	defer closer.Close()
+	return decodeMeta(v)
+}
+
+// writeMeta stores m durably.
+func (s *Store) writeMeta(m *meta) error {
+	if err := s.db.Set([]byte{pfxMeta}, m.encode(), pebble.Sync); err != nil {
+		return wrapPebble("write meta", err)
+	}
+	return nil
+}
+
+// Seeding reports whether the data directory is new: created by this
+// Open, or by an earlier one whose owner did not get to call Seeded (it
+// may have applied part of its initial commands before a crash).
+func (s *Store) Seeding() bool {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	return s.meta != nil && s.meta.Seeding
+}
+
+// Seeded records, durably, that the owner has applied its initial
+// commands: later Opens report Seeding false.
+func (s *Store) Seeded() error {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	if s.meta == nil || !s.meta.Seeding {
+		return nil
+	}
+	m := *s.meta
+	m.Seeding = false
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	if err := s.writeMeta(&m); err != nil {
+		return err
+	}
+	s.meta = &m
+	return nil
 }

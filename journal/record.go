@@ -2,25 +2,20 @@ package journal
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 
 	"github.com/weexcore/exchange/engine"
 )
 
-// Record format (see doc.go for the byte-by-byte description).
+// Record format (docs/JOURNAL.md has the byte-by-byte description).
 const (
 	recVersion   = 2
 	recHeaderLen = 24
 	recTrailer   = 4
 )
 
-var (
-	castagnoli      = crc32.MakeTable(crc32.Castagnoli)
-	errNotSubmitted = errors.New("journal: request was not submitted")
-	errCorrupt      = errors.New("journal: corrupt record")
-)
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var le = binary.LittleEndian
 
@@ -139,16 +134,16 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 // decodeCmd decodes one command from b and returns the rest.
 func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	if len(b) < cmdMinLen {
-		return nil, errCorrupt
+		return nil, ErrCorrupt
 	}
 	*c = engine.Cmd{Kind: engine.CmdKind(b[0] & 15), Broker: b[0]&cmdBroker != 0}
 	c.Dec.Recorded, c.Dec.Reserved = b[0]&cmdRecorded != 0, b[0]&cmdReserved != 0
 	if b[0]&0x80 != 0 {
-		return nil, errCorrupt
+		return nil, ErrCorrupt
 	}
 	if b[1] == 0xFF {
 		if len(b) < cmdMinLen+3 {
-			return nil, errCorrupt
+			return nil, ErrCorrupt
 		}
 		c.Side, c.Type, c.TIF = engine.Side(b[2]), engine.OrderType(b[3]), engine.TIF(b[4])
 		b = b[5:]
@@ -158,7 +153,7 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	}
 	mask := le.Uint16(b)
 	if mask&^fAll != 0 {
-		return nil, errCorrupt
+		return nil, ErrCorrupt
 	}
 	r := reader{b: b[2:]}
 	if mask&fMarket != 0 {
@@ -191,12 +186,12 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	if mask&fText != 0 {
 		n := int(r.byte1())
 		if n > engine.ClientIDMax {
-			return nil, errCorrupt
+			return nil, ErrCorrupt
 		}
 		c.Text.N = uint8(copy(c.Text.B[:], r.bytes(n)))
 	}
 	if r.bad {
-		return nil, errCorrupt
+		return nil, ErrCorrupt
 	}
 	return r.b, nil
 }
@@ -213,11 +208,11 @@ type record struct {
 // checkRecord verifies v's version, checksum and header.
 func checkRecord(v []byte) (record, error) {
 	if len(v) < recHeaderLen+recTrailer {
-		return record{}, fmt.Errorf("%w: %d bytes", errCorrupt, len(v))
+		return record{}, fmt.Errorf("%w: %d bytes", ErrCorrupt, len(v))
 	}
 	n := len(v) - recTrailer
 	if got, want := crc32.Checksum(v[:n], castagnoli), le.Uint32(v[n:]); got != want {
-		return record{}, fmt.Errorf("%w: checksum %08x, want %08x", errCorrupt, got, want)
+		return record{}, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorrupt, got, want)
 	}
 	if v[0] != recVersion {
 		return record{}, fmt.Errorf("journal: record version %d not supported", v[0])
@@ -225,7 +220,7 @@ func checkRecord(v []byte) (record, error) {
 	r := record{shard: int(v[1]), firstSeq: le.Uint64(v[4:]), count: int(le.Uint32(v[12:])),
 		timeMs: int64(le.Uint64(v[16:])), body: v[recHeaderLen:n]}
 	if r.count == 0 || len(r.body) < r.count*cmdMinLen {
-		return record{}, fmt.Errorf("%w: %d commands in %d bytes", errCorrupt, r.count, len(r.body))
+		return record{}, fmt.Errorf("%w: %d commands in %d bytes", ErrCorrupt, r.count, len(r.body))
 	}
 	return r, nil
 }

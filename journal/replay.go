@@ -3,108 +3,256 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/weexcore/exchange/engine"
 )
 
-// recover loads the newest valid snapshot and replays every shard's journal
-// after it: the ledger first (market commands refer to users it
-// registered), then the market shards in parallel. Recorded decisions make
-// the result independent of the order shards are replayed in.
-func (x *impl) recover() error {
+// MaxMarketShards keeps every engine shard number (market shards and the
+// ledger) below 64: shard numbers are packed into bill ids.
+const MaxMarketShards = 63
+
+// State is the exchange state a data directory holds, in memory: the
+// accounts, one engine per shard (the market shards, then the ledger) and
+// each shard's last applied sequence and batch time.
+type State struct {
+	Accounts *engine.Accounts
+	Engines  []*engine.Engine
+	Markets  []*engine.MarketSpec // every market, indexed by ID
+	FeeUID   int64
+	Seqs     []uint64
+	Times    []int64
+}
+
+// MarketShards returns the number of market shards; the ledger is shard
+// MarketShards().
+func (st *State) MarketShards() int { return len(st.Engines) - 1 }
+
+// MarketShard returns the shard that owns market m.
+func (st *State) MarketShard(m engine.MarketID) int { return int(m) % st.MarketShards() }
+
+// Hash returns the state hash (engine.StateHash). The shards must be quiet.
+func (st *State) Hash() [32]byte { return engine.StateHash(st.Accounts, st.Engines) }
+
+// newState builds the accounts and engines for nMarket market shards and
+// the markets specs (placed by MarketShard), at sequence 0.
+func newState(nMarket int, coins []engine.Coin, specs []*engine.MarketSpec, feeUID int64) *State {
+	st := &State{Accounts: engine.NewAccounts(coins), Markets: specs, FeeUID: feeUID,
+		Engines: make([]*engine.Engine, nMarket+1), Seqs: make([]uint64, nMarket+1), Times: make([]int64, nMarket+1)}
+	per := make([][]*engine.MarketSpec, nMarket)
+	for _, s := range specs {
+		if s != nil {
+			per[st.MarketShard(s.ID)] = append(per[st.MarketShard(s.ID)], s)
+		}
+	}
+	for i := 0; i <= nMarket; i++ {
+		var own []*engine.MarketSpec
+		if i < nMarket {
+			own = per[i]
+		}
+		st.Engines[i] = engine.New(i, st.Accounts, own, feeUID)
+	}
+	return st
+}
+
+// LoadOptions configures Load.
+type LoadOptions struct {
+	Shards  int // market shards of a new directory; 0: runtime.NumCPU(). A directory keeps the count it was created with.
+	Coins   []engine.Coin
+	Markets []*engine.MarketSpec // all markets, indexed by ID
+	FeeUID  int64
+	// FullReplay ignores snapshots: every shard's journal is replayed
+	// from seq 1 (audit).
+	FullReplay bool
+	// OnAddUser is called for every registered user: those a loaded
+	// snapshot holds, then every CmdAddUser replayed, in order.
+	OnAddUser func(c *engine.Cmd)
+}
+
+// Load reads the meta, checks the configuration against it, loads the
+// newest snapshot and replays the journal after it, and returns the
+// state. On a read-only store the coins, markets and fee account come
+// from the meta when none are given.
+//
+// The journal must be replayed under the market rules it was applied
+// with. If the configuration changed a stored market's rules, Load
+// replays under the stored ones, writes a snapshot, and only then
+// switches to the new rules and stores them. Only the newest rules are
+// stored, so a full replay from seq 1 (audit -full) of a directory whose
+// rules changed applies the new rules to old commands: audit from the
+// snapshot in that case.
+func (s *Store) Load(o LoadOptions) (*State, error) {
+	m, err := s.readMeta()
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		if s.readOnly {
+			return nil, fmt.Errorf("journal: %s holds no journal", s.dir)
+		}
+		s.fresh = true
+		n := o.Shards
+		if n <= 0 {
+			n = runtime.NumCPU()
+		}
+		if n > MaxMarketShards {
+			return nil, fmt.Errorf("journal: %d shards, at most %d", n, MaxMarketShards)
+		}
+		m = &meta{Version: metaVersion, Shards: n, Seeding: true}
+	}
+	if s.readOnly && len(o.Coins) == 0 && len(o.Markets) == 0 {
+		o.Coins, o.Markets = m.Coins, m.Markets
+	}
+	if s.readOnly && o.FeeUID == 0 {
+		o.FeeUID = m.FeeUID
+	}
+	nm, err := m.merge(o.Coins, o.Markets, o.FeeUID)
+	if err != nil {
+		return nil, err
+	}
+	if o.Shards > 0 && o.Shards != m.Shards {
+		s.log.Warn("journal: the data directory keeps its shard count", "dir", s.dir, "shards", m.Shards, "asked", o.Shards)
+	}
+	replaySpecs, changed := o.Markets, false
+	if !s.fresh && !s.readOnly {
+		replaySpecs, changed = m.replaySpecs(o.Markets)
+	}
+	st := newState(m.Shards, o.Coins, replaySpecs, o.FeeUID)
+	if err := s.recover(st, o.FullReplay, o.OnAddUser); err != nil {
+		return nil, err
+	}
+	if changed {
+		s.log.Info("journal: market rules changed: snapshot under the old rules, then switch")
+		v := encodeSnapshot(st)
+		if _, err := s.WriteSnapshot(v); err != nil {
+			return nil, err
+		}
+		old := st
+		st = newState(m.Shards, o.Coins, o.Markets, o.FeeUID)
+		if err := restoreSnapshot(st, v); err != nil {
+			return nil, fmt.Errorf("journal: reload snapshot under the new rules: %w", err)
+		}
+		copy(st.Seqs, old.Seqs)
+		copy(st.Times, old.Times)
+	}
+	if !s.readOnly {
+		if err := s.writeMeta(nm); err != nil {
+			return nil, err
+		}
+	}
+	s.metaMu.Lock()
+	s.meta = nm
+	s.metaMu.Unlock()
+	return st, nil
+}
+
+// recover loads the newest valid snapshot into st and replays every
+// shard's journal after it: the ledger first (market commands refer to
+// users it registered), then the market shards in parallel. Recorded
+// decisions make the result independent of the order shards replay in.
+func (s *Store) recover(st *State, full bool, onAddUser func(*engine.Cmd)) error {
 	t0 := time.Now()
-	from, err := x.loadSnapshot()
+	from, loaded, err := s.loadSnapshot(st, full)
 	if err != nil {
 		return err
 	}
-	ledger := x.shards[x.nMarket]
-	n, err := ledger.replay(from[ledger.id])
+	if onAddUser != nil && loaded {
+		if err := s.announceUsers(st, onAddUser); err != nil {
+			return err
+		}
+	}
+	ledger := st.MarketShards()
+	n, err := s.replay(st, ledger, from[ledger], onAddUser)
 	if err != nil {
 		return err
 	}
 	total := n
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	errs := make([]error, x.nMarket)
-	for i := 0; i < x.nMarket; i++ {
+	errs := make([]error, ledger)
+	for i := 0; i < ledger; i++ {
 		wg.Add(1)
-		go func(s *shard) {
+		go func(i int) {
 			defer wg.Done()
-			k, err := s.replay(from[s.id])
-			errs[s.id] = err
+			k, err := s.replay(st, i, from[i], onAddUser)
+			errs[i] = err
 			mu.Lock()
 			total += k
 			mu.Unlock()
-		}(x.shards[i])
+		}(i)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, s := range x.shards {
-		s.eng.Flush()
-		s.applying.Store(s.seq)
-		s.flushed.Store(s.seq)
+	for _, e := range st.Engines {
+		e.Flush()
 	}
-	x.replayed, x.replayDur = total, time.Since(t0)
+	s.replayed, s.replayDur = total, time.Since(t0)
 	if engine.Invariants {
-		if err := engine.CheckInvariants(x.acc, x.engines); err != nil {
-			return fmt.Errorf("journal: invariant violated after replay: %v", err)
+		if err := engine.CheckInvariants(st.Accounts, st.Engines); err != nil {
+			return fmt.Errorf("journal: invariant violated after replay: %w", err)
 		}
 	}
-	if total > 0 || !x.fresh {
-		x.logf("journal: replayed %d commands on %d shards in %v", total, len(x.shards), time.Since(t0).Round(time.Millisecond))
+	if total > 0 || !s.fresh {
+		s.log.Info("journal: replayed", "commands", total, "shards", len(st.Engines), "took", time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
 }
+
+// Replayed returns how many journaled commands Load replayed and how long
+// loading the snapshot and replaying took.
+func (s *Store) Replayed() (int, time.Duration) { return s.replayed, s.replayDur }
 
 // replayProgress is how many commands a shard replays between progress
 // lines.
 const replayProgress = 1 << 22
 
-// replay applies the shard's journal from seq from on. A record that fails
-// its checks is cut off if it is the shard's last one (a batch that never
-// finished), and refused anywhere else.
-func (s *shard) replay(from uint64) (int, error) {
-	x := s.x
+// replay applies shard's journal from seq from on to its engine. A record
+// that fails its checks is cut off if it is the shard's last one (a batch
+// that never finished), and refused anywhere else.
+func (s *Store) replay(st *State, shard int, from uint64, onAddUser func(*engine.Cmd)) (int, error) {
 	t0 := time.Now()
-	lower := journalKey(nil, s.id, from)
-	upper := []byte{pfxJournal, byte(s.id + 1)}
-	it, err := x.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	e := st.Engines[shard]
+	lower := journalKey(nil, shard, from)
+	upper := []byte{pfxJournal, byte(shard + 1)}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return 0, fmt.Errorf("journal: shard %d: %v", s.id, err)
+		return 0, wrapPebble(fmt.Sprintf("shard %d", shard), err)
 	}
 	defer it.Close()
 	var cmds []engine.Cmd
+	var out engine.Out
 	expect := from
 	n := 0
 	for valid := it.First(); valid; valid = it.Next() {
 		key := it.Key()
 		if len(key) != 10 {
-			return n, fmt.Errorf("journal: shard %d: bad key %x", s.id, key)
+			return n, fmt.Errorf("%w: shard %d: bad key %x", ErrCorrupt, shard, key)
 		}
 		seq := be.Uint64(key[2:])
 		if seq != expect {
-			return n, fmt.Errorf("journal: shard %d: gap: record at seq %d, want %d", s.id, seq, expect)
+			return n, fmt.Errorf("%w: shard %d: gap: record at seq %d, want %d", ErrCorrupt, shard, seq, expect)
 		}
 		v, err := it.ValueAndErr()
 		if err == nil {
-			cmds, err = decodeRecord(v, s.id, seq, cmds[:0])
+			cmds, err = decodeRecord(v, shard, seq, cmds[:0])
 		}
 		if err != nil {
 			k := append([]byte(nil), key...)
 			if it.Next() {
-				return n, fmt.Errorf("journal: shard %d: corrupt record at seq %d: %v", s.id, seq, err)
+				return n, fmt.Errorf("%w: shard %d: record at seq %d: %w", ErrCorrupt, shard, seq, err)
 			}
-			if x.opt.ReadOnly {
-				x.logf("journal: shard %d: ignoring torn record at seq %d (read-only): %v", s.id, seq, err)
+			if s.readOnly {
+				s.log.Warn("journal: ignoring torn record (read-only)", "shard", shard, "seq", seq, "err", err)
 			} else {
-				x.logf("journal: shard %d: cutting torn record at seq %d: %v", s.id, seq, err)
-				if err := x.db.Delete(k, pebble.Sync); err != nil {
-					return n, fmt.Errorf("journal: shard %d: cut record at seq %d: %v", s.id, seq, err)
+				s.log.Warn("journal: cutting torn record", "shard", shard, "seq", seq, "err", err)
+				if err := s.db.Delete(k, pebble.Sync); err != nil {
+					return n, wrapPebble(fmt.Sprintf("shard %d: cut record at seq %d", shard, seq), err)
 				}
 			}
 			break
@@ -112,26 +260,26 @@ func (s *shard) replay(from uint64) (int, error) {
 		timeMs := int64(le.Uint64(v[16:]))
 		for i := range cmds {
 			c := &cmds[i]
-			s.eng.PrefetchAhead(cmds, i)
-			s.eng.Apply(c, seq+uint64(i), timeMs, &s.out)
-			if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK && x.opt.OnAddUser != nil {
-				x.opt.OnAddUser(c)
+			e.PrefetchAhead(cmds, i)
+			e.Apply(c, seq+uint64(i), timeMs, &out)
+			if c.Kind == engine.CmdAddUser && out.Reject == engine.OK && onAddUser != nil {
+				onAddUser(c)
 			}
 		}
-		s.eng.Flush() // as the live shard does after each batch: keeps the pending credits short
+		e.Flush() // as the live shard does after each batch: keeps the pending credits short
 		if n/replayProgress != (n+len(cmds))/replayProgress {
-			x.logf("journal: shard %d: replaying: %d commands, seq %d, %v", s.id, n+len(cmds), seq, time.Since(t0).Round(time.Millisecond))
+			s.log.Info("journal: replaying", "shard", shard, "commands", n+len(cmds), "seq", seq, "took", time.Since(t0).Round(time.Millisecond))
 		}
 		n += len(cmds)
-		s.seq = seq + uint64(len(cmds)) - 1
-		s.timeMs = timeMs
-		expect = s.seq + 1
+		st.Seqs[shard] = seq + uint64(len(cmds)) - 1
+		st.Times[shard] = timeMs
+		expect = st.Seqs[shard] + 1
 	}
 	if err := it.Error(); err != nil {
-		return n, fmt.Errorf("journal: shard %d: read journal: %v", s.id, err)
+		return n, wrapPebble(fmt.Sprintf("shard %d: read journal", shard), err)
 	}
 	if n > 0 {
-		x.logf("journal: shard %d: replayed %d commands to seq %d in %v", s.id, n, s.seq, time.Since(t0).Round(time.Millisecond))
+		s.log.Info("journal: shard replayed", "shard", shard, "commands", n, "seq", st.Seqs[shard], "took", time.Since(t0).Round(time.Millisecond))
 	}
 	return n, nil
 }
@@ -144,7 +292,7 @@ func decodeRecord(v []byte, shard int, seq uint64, cmds []engine.Cmd) ([]engine.
 		return cmds, err
 	}
 	if r.shard != shard || r.firstSeq != seq {
-		return cmds, fmt.Errorf("%w: header says shard %d seq %d", errCorrupt, r.shard, r.firstSeq)
+		return cmds, fmt.Errorf("%w: header says shard %d seq %d", ErrCorrupt, r.shard, r.firstSeq)
 	}
 	b := r.body
 	for i := 0; i < r.count; i++ {
@@ -153,11 +301,44 @@ func decodeRecord(v []byte, shard int, seq uint64, cmds []engine.Cmd) ([]engine.
 			return cmds, fmt.Errorf("%w: command %d", err, i)
 		}
 		if !cmds[len(cmds)-1].Dec.Recorded {
-			return cmds, fmt.Errorf("%w: command %d has no recorded decision", errCorrupt, i)
+			return cmds, fmt.Errorf("%w: command %d has no recorded decision", ErrCorrupt, i)
 		}
 	}
 	if len(b) != 0 {
-		return cmds, fmt.Errorf("%w: %d bytes after the last command", errCorrupt, len(b))
+		return cmds, fmt.Errorf("%w: %d bytes after the last command", ErrCorrupt, len(b))
 	}
 	return cmds, nil
+}
+
+// Records calls f with every journal record in key order (shard, then
+// sequence): its shard, first sequence, time and decoded commands (valid
+// during the call). It fails on a gap in a shard's sequences or a record
+// that fails its checks. For auditors and tests.
+func (s *Store) Records(f func(shard int, firstSeq uint64, timeMs int64, cmds []engine.Cmd) error) error {
+	var cmds []engine.Cmd
+	last := make([]uint64, MaxMarketShards+1)
+	return s.viewIter([]byte{pfxJournal}, []byte{pfxJournal + 1}, func(it *pebble.Iterator) error {
+		for valid := it.First(); valid; valid = it.Next() {
+			k := it.Key()
+			if len(k) != 10 || int(k[1]) > MaxMarketShards {
+				return fmt.Errorf("%w: bad journal key %x", ErrCorrupt, k)
+			}
+			shard, seq := int(k[1]), be.Uint64(k[2:])
+			if seq != last[shard]+1 {
+				return fmt.Errorf("%w: shard %d: gap: record at seq %d after seq %d", ErrCorrupt, shard, seq, last[shard])
+			}
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return wrapPebble(fmt.Sprintf("shard %d seq %d", shard, seq), err)
+			}
+			if cmds, err = decodeRecord(v, shard, seq, cmds[:0]); err != nil {
+				return fmt.Errorf("journal: shard %d seq %d: %w", shard, seq, err)
+			}
+			if err := f(shard, seq, int64(le.Uint64(v[16:])), cmds); err != nil {
+				return err
+			}
+			last[shard] = seq + uint64(len(cmds)) - 1
+		}
+		return nil
+	})
 }

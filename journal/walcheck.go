@@ -65,7 +65,7 @@ func checkWAL(name string, num uint32, buf []byte) error {
 		}
 	}
 	if bad >= 0 {
-		return fmt.Errorf("journal: %s is corrupt: the chunk at offset %d is numbered as the next WAL's end, with a payload", name, bad)
+		return fmt.Errorf("%w: %s: the chunk at offset %d is numbered as the next WAL's end, with a payload", ErrCorrupt, name, bad)
 	}
 	return nil
 }

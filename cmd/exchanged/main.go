@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
@@ -13,8 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/edge"
 	"github.com/weexcore/exchange/internal/affinity"
+	"github.com/weexcore/exchange/internal/walio"
+	"github.com/weexcore/exchange/journal"
 )
 
 func main() {
@@ -69,13 +73,24 @@ func main() {
 	if err != nil {
 		logger.Fatal(err)
 	}
-	s, err := edge.Open(edge.Options{Config: cfg, DataDir: *dataDir, AdminToken: *adminToken,
-		RecvWindow: *recvWindow, Shards: *shards, Logf: logger.Printf})
+	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logf: logger.Printf})
 	if err != nil {
 		logger.Fatal(err)
 	}
+	coins, specs, _ := cfg.EngineSpecs()
+	slogger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: walio.All()},
+		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID},
+		core.Options{Logger: slogger, OnAddUser: s.OnAddUser})
+	if err != nil {
+		logger.Fatal(err)
+	}
+	if err := s.Start(node); err != nil {
+		node.Close()
+		logger.Fatal(err)
+	}
 	if err := s.Listen(*listen, *adminListen); err != nil {
-		s.Shutdown(time.Second)
+		node.Close()
 		logger.Fatal(err)
 	}
 	if *configPath == "" {
@@ -94,7 +109,8 @@ func main() {
 
 	got := <-sig
 	logger.Printf("%v: shutting down", got)
-	if err := s.Shutdown(30 * time.Second); err != nil {
+	s.Shutdown(30 * time.Second)
+	if err := node.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "exchanged: shutdown:", err)
 		os.Exit(1)
 	}

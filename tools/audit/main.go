@@ -2,18 +2,20 @@
 //
 //	audit -dir DATA [-full] [-trades FILE] [-bills FILE] [-format jsonl|csv]
 //
-// It opens the directory with journal.Options.ReadOnly (coins and markets
-// come from the directory's meta, so no config is needed), replays it (from
-// the newest snapshot, or from the start with -full), prints the state
-// hash, each shard's sequence and per-coin totals, runs
-// engine.CheckInvariants, and optionally exports every public trade and
-// every finance record. It exits 1 on any violation, 2 on usage errors.
+// It opens the directory read-only (journal.Options.ReadOnly: coins and
+// markets come from the directory's meta, so no config is needed), loads
+// it (the newest snapshot and the journal after it, or the whole journal
+// with -full), prints the state hash, each shard's sequence and per-coin
+// totals, runs engine.CheckInvariants, and optionally exports every public
+// trade and every finance record. It exits 1 on any violation, 2 on usage
+// errors.
 package main
 
 import (
 	"bufio"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -46,26 +48,36 @@ func main() {
 	}
 }
 
+// load opens dir read-only and loads its state.
+func load(dir string, full bool, log *slog.Logger) (*journal.Store, *journal.State, error) {
+	s, err := journal.Open(journal.Options{Dir: dir, ReadOnly: true, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := s.Load(journal.LoadOptions{FullReplay: full})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, st, nil
+}
+
 func run(dir string, full bool, tradesPath, billsPath string, csv, verbose bool) error {
-	o := journal.Options{Dir: dir, ReadOnly: true, FullReplay: full}
+	var log *slog.Logger
 	if verbose {
-		o.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	t0 := time.Now()
-	n, err := journal.Open(o)
+	store, st, err := load(dir, full, log)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	defer store.Close()
 	replay := time.Since(t0)
-	h, seqs, err := n.State(time.Time{})
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	fmt.Fprintf(w, "dir\t%s\nreplay\t%v\nstate_hash\t%x\nseqs\t%v\n", dir, replay.Round(time.Millisecond), h, seqs)
-	acc := n.Accounts()
+	fmt.Fprintf(w, "dir\t%s\nreplay\t%v\nstate_hash\t%x\nseqs\t%v\n", dir, replay.Round(time.Millisecond), st.Hash(), st.Seqs)
+	acc := st.Accounts
 	coins := acc.Coins()
 	fmt.Fprintf(w, "users\t%d\n", acc.NumUsers())
 	fmt.Fprintf(w, "coin\tavailable\tfrozen\ttotal\tnet_deposits\n")
@@ -80,13 +92,13 @@ func run(dir string, full bool, tradesPath, billsPath string, csv, verbose bool)
 			engine.AppendFixed(nil, avail, c.Scale), engine.AppendFixed(nil, frozen, c.Scale),
 			engine.AppendFixed(nil, avail+frozen, c.Scale), engine.AppendFixed(nil, int64(acc.Net(c.ID)), c.Scale))
 	}
-	violation := n.Check(time.Time{})
+	violation := engine.CheckInvariants(st.Accounts, st.Engines)
 	if violation != nil {
 		fmt.Fprintf(w, "invariants\tVIOLATED: %v\n", violation)
 	} else {
 		fmt.Fprintf(w, "invariants\tok\n")
 	}
-	if err := export(n, tradesPath, billsPath, csv); err != nil {
+	if err := export(store, st, tradesPath, billsPath, csv); err != nil {
 		return err
 	}
 	if violation != nil {
@@ -99,13 +111,12 @@ func run(dir string, full bool, tradesPath, billsPath string, csv, verbose bool)
 // in full) and checks the state hash matches.
 func compareReplays(dir string, full bool) error {
 	hash := func(full bool) ([32]byte, error) {
-		n, err := journal.Open(journal.Options{Dir: dir, ReadOnly: true, FullReplay: full})
+		s, st, err := load(dir, full, nil)
 		if err != nil {
 			return [32]byte{}, err
 		}
-		defer n.Close()
-		h, _, err := n.State(time.Time{})
-		return h, err
+		defer s.Close()
+		return st.Hash(), nil
 	}
 	a, err := hash(full)
 	if err != nil {
@@ -129,9 +140,9 @@ func create(path string) (*os.File, error) {
 	return os.Create(path)
 }
 
-func export(n *journal.Node, tradesPath, billsPath string, csv bool) error {
-	mk := n.Markets()
-	coins := n.Accounts().Coins()
+func export(s *journal.Store, st *journal.State, tradesPath, billsPath string, csv bool) error {
+	mk := st.Markets
+	coins := st.Accounts.Coins()
 	var tw, bw *bufio.Writer
 	var files []*os.File
 	defer func() {
@@ -222,7 +233,7 @@ func export(n *journal.Node, tradesPath, billsPath string, csv bool) error {
 			return err
 		}
 	}
-	if err := n.Export(onTrade, onBill); err != nil {
+	if err := s.Export(onTrade, onBill); err != nil {
 		return err
 	}
 	for _, w := range []*bufio.Writer{tw, bw} {

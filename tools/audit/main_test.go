@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/journal"
 )
@@ -27,14 +28,14 @@ func TestAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	n, err := journal.Open(journal.Options{Dir: dir, Shards: 1, Coins: coins, Markets: []*engine.MarketSpec{spec}, FeeUID: 1})
+	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Shards: 1, Coins: coins, Markets: []*engine.MarketSpec{spec}, FeeUID: 1}, core.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	users := map[int64]engine.UserIdx{}
 	do := func(c engine.Cmd) engine.Out {
-		r := journal.AcquireRequest()
-		defer journal.ReleaseRequest(r)
+		r := core.AcquireRequest()
+		defer core.ReleaseRequest(r)
 		r.Cmd = c
 		if err := n.Submit(r); err != nil {
 			t.Fatal(err)
@@ -86,18 +87,18 @@ func TestAudit(t *testing.T) {
 }
 
 // TestAuditViolation forges a journal record (by the byte format in
-// journal/doc.go): the ledger's last record, a withdrawal of the whole
+// docs/JOURNAL.md): the ledger's last record, a withdrawal of the whole
 // balance, repeated as the next record. Replaying it debits twice, the
 // balance goes negative, and the audit must fail.
 func TestAuditViolation(t *testing.T) {
 	coins := []engine.Coin{{ID: 0, Name: "USDT", ExternalID: 1, Scale: 6}}
 	dir := t.TempDir()
-	n, err := journal.Open(journal.Options{Dir: dir, Shards: 1, Coins: coins, FeeUID: 1})
+	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Shards: 1, Coins: coins, FeeUID: 1}, core.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	do := func(c engine.Cmd) *journal.Request {
-		r := journal.AcquireRequest()
+	do := func(c engine.Cmd) *core.Request {
+		r := core.AcquireRequest()
 		r.Cmd = c
 		if err := n.Submit(r); err != nil {
 			t.Fatal(err)

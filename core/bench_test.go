@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
 )
 
 // BenchmarkRingHandoff measures the one-way hand-off from a producer's push
@@ -92,7 +93,7 @@ func benchHandoff(b *testing.B, gap time.Duration) {
 func benchNode(b *testing.B, dir string, users int) (*Node, []engine.UserIdx) {
 	o := testOptions(b, dir)
 	o.Logf = nil
-	n, err := Open(o)
+	n, err := openNode(o)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -261,8 +262,11 @@ func BenchmarkReplay(b *testing.B) {
 	t0 := time.Now()
 	var replay time.Duration
 	for i := 0; i < b.N; i++ {
-		ro, err := Open(Options{Dir: dir, ReadOnly: true, FullReplay: true})
+		ro, err := journal.Open(journal.Options{Dir: dir, ReadOnly: true})
 		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ro.Load(journal.LoadOptions{FullReplay: true}); err != nil {
 			b.Fatal(err)
 		}
 		k, d := ro.Replayed()

@@ -1,10 +1,9 @@
-package journal
+package walio
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func TestWALSpares(t *testing.T) {
 	dir := t.TempDir()
 	const max = 1 << 20
-	w, err := newJournalFS(vfs.Default, dir, max, t.Logf)
+	w, err := New(vfs.Default, dir, max, All(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestWALSpares(t *testing.T) {
 	}
 	f.Close()
 	waitReady()
-	if b, _ := os.ReadFile(w.spare); len(b) != 1<<20 || string(b[:len(old)]) != string(old) || walEnd(b) != walEnd(old) {
+	if b, _ := os.ReadFile(w.spares.spare); len(b) != 1<<20 || string(b[:len(old)]) != string(old) || walEnd(b) != walEnd(old) {
 		t.Fatalf("next spare: %d bytes, want WAL 1's %d bytes filled up with zeros to 1 MiB", len(b), len(old))
 	}
 	if _, err := os.Stat(wal1); !os.IsNotExist(err) {
@@ -83,7 +82,7 @@ func TestWALSpares(t *testing.T) {
 		t.Fatalf("WAL 6 is not WAL 4 recycled")
 	}
 	f.Close()
-	if _, err := os.Stat(w.spare); err != nil {
+	if _, err := os.Stat(w.spares.spare); err != nil {
 		t.Fatalf("spare used for a WAL that recycled a large enough file: %v", err)
 	}
 
@@ -96,16 +95,16 @@ func TestWALSpares(t *testing.T) {
 	}
 	f.Close()
 	waitReady()
-	w.close()
+	w.Close()
 
 	// A spare left in place is taken as it is; a partial one left by a
 	// crash is filled up into the next.
-	os.WriteFile(w.tmp, []byte{0}, 0o644)
-	w, err = newJournalFS(vfs.Default, dir, max, t.Logf)
+	os.WriteFile(w.spares.tmp, []byte{0}, 0o644)
+	w, err = New(vfs.Default, dir, max, All(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	f, err = w.Create(filepath.Join(dir, "000009.log"), "pebble-wal")
 	if err != nil {
 		t.Fatal(err)
@@ -115,70 +114,21 @@ func TestWALSpares(t *testing.T) {
 		t.Fatalf("after reopen: WAL of %d bytes, want the spare left at close (1 MiB)", got)
 	}
 	waitReady()
-	if b, _ := os.ReadFile(w.spare); len(b) < 512<<10 || len(b) >= 512<<10+spareChunk || walEnd(b) != 0 || int64(len(b)) != w.size {
-		t.Fatalf("next spare after reopen: %d bytes (%d not zero; size known %d), want 512 KiB of zeros, and the byte left", len(b), walEnd(b), w.size)
+	if b, _ := os.ReadFile(w.spares.spare); len(b) < 512<<10 || len(b) >= 512<<10+spareChunk || walEnd(b) != 0 || int64(len(b)) != w.spares.size {
+		t.Fatalf("next spare after reopen: %d bytes (%d not zero; size known %d), want 512 KiB of zeros, and the byte left", len(b), walEnd(b), w.spares.size)
 	}
-	if _, err := os.Stat(w.tmp); !os.IsNotExist(err) {
+	if _, err := os.Stat(w.spares.tmp); !os.IsNotExist(err) {
 		t.Fatalf("partial spare still there: %v", err)
 	}
 }
 
-// TestWALOnRecycledSpare: memtable flushes make Pebble recycle the small
-// early WALs, and each is filled up into the next spare, old records and
-// all, so the later WALs are written over another WAL's records; a crash
-// image then opens to the same state (a reader stops at the old records:
-// they name another WAL), and a full read-only replay agrees.
-func TestWALOnRecycledSpare(t *testing.T) {
-	dir := t.TempDir()
-	o := testOptions(t, dir)
-	var lb logBuf
-	o.Logf = lb.logf
-	n, err := Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.fs.mu.Lock()
-	n.fs.max = 4 << 20 // spares of 256 KiB .. 4 MiB, written in well under a second each
-	n.fs.mu.Unlock()
-	addUser(t, n, feeUID)
-	u, v := addUser(t, n, 100), addUser(t, n, 200)
-	for i := 0; i < 8; i++ {
-		moreBatches(t, n, u, v, 10, 60)
-		waitSpare(t, n.fs)
-		if err := n.db.Flush(); err != nil { // a new WAL; the flushed ones go to the recycler
-			t.Fatal(err)
-		}
-	}
-	moreBatches(t, n, u, v, 10, 60) // into the newest WAL, on a spare that was a recycled WAL
-	recycled := strings.Count(lb.String(), "recycled, starts the next")
-	if recycled < 3 {
-		t.Fatalf("no recycled WAL became a spare:\n%s", lb.String())
-	}
-	h, seqs, _ := n.State(deadline())
-	img := filepath.Join(t.TempDir(), "img")
-	crashImage(t, n, img)
-	n.Close()
-	b, err := os.ReadFile(newestWAL(t, img))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if walEnd(b) == len(b) {
-		t.Fatal("the newest WAL is not on a spare")
-	}
-	h2, seqs2 := reopenImage(t, img)
-	if h2 != h || fmt.Sprint(seqs2) != fmt.Sprint(seqs) {
-		t.Fatalf("after the crash image: hash %s seqs %v, before %s %v", hashString(h2), seqs2, hashString(h), seqs)
-	}
-	t.Logf("%d recycled WALs became spares", recycled)
-}
-
 // waitSpare waits until w has a spare ready.
-func waitSpare(t *testing.T, w *journalFS) {
+func waitSpare(t *testing.T, w *FS) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		w.mu.Lock()
-		ready := w.ready
-		w.mu.Unlock()
+		w.spares.mu.Lock()
+		ready := w.spares.ready
+		w.spares.mu.Unlock()
 		if ready {
 			return
 		}

@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"sync"
@@ -7,6 +7,42 @@ import (
 
 	"github.com/weexcore/exchange/engine"
 )
+
+// Request is one command or in-shard query and, after Wait, its result.
+// Requests are pooled: AcquireRequest, fill Cmd (and Query), Submit, Wait,
+// read the results, ReleaseRequest.
+type Request struct {
+	Cmd   engine.Cmd
+	Query Query
+
+	// Results, valid once Wait returned nil.
+	Out      engine.Out       // Reject and BillID; Updates/Trades/Bills are not kept
+	Order    engine.OrderView // the order placed, cancelled or asked for (when HasOrder)
+	HasOrder bool
+	Orders   []engine.OrderView
+	Bids     []engine.Level
+	Asks     []engine.Level
+	Last     engine.Price
+	Seq      uint64
+	TimeMs   int64
+
+	rt reqState // runtime state, owned by this package
+}
+
+// AcquireRequest returns a reset request from the pool.
+func AcquireRequest() *Request {
+	r := reqPool.Get().(*Request)
+	r.reset()
+	r.rt.refs.Store(1)
+	return r
+}
+
+// ReleaseRequest returns r to the pool. r must not be used afterwards.
+func ReleaseRequest(r *Request) {
+	if r != nil {
+		r.unref()
+	}
+}
 
 // Request life cycle (the low two bits of reqState.state, for Wait):
 //
@@ -59,13 +95,6 @@ var reqPool = sync.Pool{New: func() any {
 	return r
 }}
 
-func acquireRequest() *Request {
-	r := reqPool.Get().(*Request)
-	r.reset()
-	r.rt.refs.Store(1)
-	return r
-}
-
 func (r *Request) reset() {
 	r.Cmd = engine.Cmd{}
 	r.Query = QueryNone
@@ -81,12 +110,6 @@ func (r *Request) reset() {
 	default:
 	}
 	r.rt.state.Store(r.rt.state.Load()&^stateMask + stateUse) // idle, next use
-}
-
-func releaseRequest(r *Request) {
-	if r != nil {
-		r.unref()
-	}
 }
 
 // unref drops one reference; the last one returns r to the pool.
@@ -109,9 +132,9 @@ func (r *Request) complete(err error) {
 	r.unref() // the shard's reference: r must not be touched after this
 }
 
-// wait blocks on r's signal: the shard's once r is durable, or the deadline
-// watch's once the deadline passed (checked every waitTick).
-func (r *Request) wait(deadline time.Time) error {
+// Wait blocks until r's result is durable, or the deadline: it waits for
+// the shard's signal, or the deadline watch's (checked every waitTick).
+func (r *Request) Wait(deadline time.Time) error {
 	w := r.rt.state.Load()
 	switch w & stateMask {
 	case stateDone:
@@ -138,10 +161,8 @@ func (r *Request) wait(deadline time.Time) error {
 // request with its deadline; while any are filed, a goroutine looks at them
 // every waitTick, forgets those answered since (or recycled: the use in the
 // state word differs) and abandons those still queued past their deadline,
-// waking their waiters. A timer per Wait (Reset, Stop and a select on two
-// channels) and the edge's per-request connection deadlines, which
-// edge/listener.go now keeps the same way, cost the server 3.7% of its CPU
-// at 19,200 requests/s (bench/LOG.md, 2026-11-25).
+// waking their waiters. A timer per Wait (its Reset, Stop and a select on
+// two channels) cost several percent of the server's CPU.
 var deadlines deadlineWatch
 
 const waitTick = 10 * time.Millisecond

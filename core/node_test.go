@@ -1,6 +1,7 @@
-package journal
+package core
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"strings"
@@ -10,18 +11,19 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
 )
 
 // TestNodeBasics places, matches, cancels, queries and reads history, then
 // reopens the directory and checks the state came back.
 func TestNodeBasics(t *testing.T) {
 	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
+	n, err := openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !n.Seeding() || n.Shards() != 2 {
-		t.Fatalf("seeding %v shards %d, want true 2", n.Seeding(), n.Shards())
+	if !n.Store().Seeding() || n.Shards() != 2 {
+		t.Fatalf("seeding %v shards %d, want true 2", n.Store().Seeding(), n.Shards())
 	}
 	addUser(t, n, feeUID)
 	a := addUser(t, n, 100)
@@ -63,15 +65,15 @@ func TestNodeBasics(t *testing.T) {
 	if err != nil || !ok || v.OrderID != buyID {
 		t.Fatalf("order by client id: got %+v %v %v", v, ok, err)
 	}
-	trades, err := n.Trades(100, 0, 0, maxTime, 10, nil)
+	trades, err := n.Store().Trades(100, 0, 0, maxTime, 10, nil)
 	if err != nil || len(trades) != 1 || trades[0].Qty != 2000 {
 		t.Fatalf("trades of a: got %+v %v", trades, err)
 	}
-	pub, err := n.MarketTrades(0, 10, nil)
+	pub, err := n.Store().MarketTrades(0, 10, nil)
 	if err != nil || len(pub) != 1 {
 		t.Fatalf("market trades: got %+v %v", pub, err)
 	}
-	bills, err := n.Bills(100, CoinAll, 0, 0, maxTime, 0, 10, nil)
+	bills, err := n.Store().Bills(100, journal.CoinAll, 0, 0, maxTime, 0, 10, nil)
 	if err != nil || len(bills) != 3 {
 		t.Fatalf("bills of a: got %+v %v, want deposit, trade_in, trade_out", bills, err)
 	}
@@ -80,7 +82,7 @@ func TestNodeBasics(t *testing.T) {
 			t.Fatalf("bills not newest first: %+v", bills)
 		}
 	}
-	dep, err := n.Bills(100, 2, engine.BizDeposit, 0, maxTime, 0, 10, nil)
+	dep, err := n.Store().Bills(100, 2, engine.BizDeposit, 0, maxTime, 0, 10, nil)
 	if err != nil || len(dep) != 1 || dep[0].Delta != 1_000_000_000 {
 		t.Fatalf("deposit bills of a in USDT: got %+v %v", dep, err)
 	}
@@ -99,15 +101,15 @@ func TestNodeBasics(t *testing.T) {
 		t.Fatalf("submit after close: got %v, want ErrClosed", err)
 	}
 
-	n, err = Open(testOptions(t, dir))
+	n, err = openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	if !n.Seeding() {
+	if !n.Store().Seeding() {
 		t.Fatal("reopened node says seeded, but Seeded was never called")
 	}
-	if err := n.Seeded(); err != nil {
+	if err := n.Store().Seeded(); err != nil {
 		t.Fatal(err)
 	}
 	gotBal, _ := n.Balances(a, deadline(), nil)
@@ -144,7 +146,7 @@ func equalSeqs(a, b []uint64) bool {
 func TestBusyAndTimeout(t *testing.T) {
 	o := testOptions(t, t.TempDir())
 	o.RingSize = 8
-	n, err := Open(o)
+	n, err := openNode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func TestBusyAndTimeout(t *testing.T) {
 // journaled market or coin is refused, naming it; appending is fine.
 func TestMetaRefusesRenumbering(t *testing.T) {
 	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
+	n, err := openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,25 +207,25 @@ func TestMetaRefusesRenumbering(t *testing.T) {
 
 	o := testOptions(t, dir)
 	o.Markets = o.Markets[:2]
-	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "ETHBTC") {
+	if _, err := openNode(o); err == nil || !strings.Contains(err.Error(), "ETHBTC") {
 		t.Fatalf("dropped market: got %v, want an error naming ETHBTC", err)
 	}
 	o = testOptions(t, dir)
 	o.Markets[0], o.Markets[1] = o.Markets[1], o.Markets[0]
 	o.Markets[0].ID, o.Markets[1].ID = 0, 1
-	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "ETHUSDT") && !strings.Contains(err.Error(), "BTCUSDT") {
+	if _, err := openNode(o); err == nil || !strings.Contains(err.Error(), "ETHUSDT") && !strings.Contains(err.Error(), "BTCUSDT") {
 		t.Fatalf("renumbered market: got %v, want an error naming it", err)
 	}
 	o = testOptions(t, dir)
 	o.Coins = o.Coins[:2]
-	if _, err := Open(o); err == nil || !strings.Contains(err.Error(), "USDT") {
+	if _, err := openNode(o); err == nil || !strings.Contains(err.Error(), "USDT") {
 		t.Fatalf("dropped coin: got %v, want an error naming USDT", err)
 	}
 	o = testOptions(t, dir)
 	extra := *o.Markets[0]
 	extra.ID, extra.Symbol = 3, "BTCUSDT2"
 	o.Markets = append(o.Markets, &extra)
-	n, err = Open(o)
+	n, err = openNode(o)
 	if err != nil {
 		t.Fatalf("appended market: %v", err)
 	}
@@ -234,7 +236,7 @@ func TestMetaRefusesRenumbering(t *testing.T) {
 func TestPinned(t *testing.T) {
 	o := testOptions(t, t.TempDir())
 	o.PinCPUs = true
-	n, err := Open(o)
+	n, err := openNode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestPinned(t *testing.T) {
 // its seed, whether its CmdAddUser is replayed or covered by a snapshot.
 func TestOnAddUserAfterSnapshot(t *testing.T) {
 	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
+	n, err := openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +275,7 @@ func TestOnAddUserAfterSnapshot(t *testing.T) {
 	var got []string
 	o := testOptions(t, dir)
 	o.OnAddUser = func(c *engine.Cmd) { got = append(got, fmt.Sprintf("%d:%s", c.UID, c.Text.String())) }
-	n, err = Open(o)
+	n, err = openNode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +285,7 @@ func TestOnAddUserAfterSnapshot(t *testing.T) {
 	n.Close()
 	got = got[:0]
 	o.Dir = img
-	n, err = Open(o)
+	n, err = openNode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +300,7 @@ func TestOnAddUserAfterSnapshot(t *testing.T) {
 // them gives the same state.
 func TestSnapshotPruning(t *testing.T) {
 	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
+	n, err := openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,22 +314,30 @@ func TestSnapshotPruning(t *testing.T) {
 	}
 	want, _, _ := n.State(deadline())
 	n.Close()
-	n, err = Open(testOptions(t, dir))
+	n, err = openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _, _ := n.State(deadline())
-	var nos []uint64
-	n.scan([]byte{pfxSnapshot}, []byte{pfxSnapshot + 1}, false, func(k, v []byte) bool {
-		nos = append(nos, be.Uint64(k[1:]))
-		return true
-	})
 	n.Close()
 	if got != want {
 		t.Fatalf("hash after restart: got %s, want %s", hashString(got), hashString(want))
 	}
-	if len(nos) != keepSnapshots || nos[len(nos)-1] != 5 {
-		t.Fatalf("snapshots kept: got %v, want the newest %d ending at 5 (Close adds none: nothing changed)", nos, keepSnapshots)
+	// The snapshots' keys ("s" snapNo, docs/JOURNAL.md), read with Pebble alone.
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte{'s'}, UpperBound: []byte{'t'}})
+	var nos []uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		nos = append(nos, binary.BigEndian.Uint64(it.Key()[1:]))
+	}
+	it.Close()
+	const keep = 2 // the journal keeps its 2 newest snapshots
+	if len(nos) != keep || nos[len(nos)-1] != 5 {
+		t.Fatalf("snapshots kept: got %v, want the newest %d ending at 5 (Close adds none: nothing changed)", nos, keep)
 	}
 }
 
@@ -336,7 +346,7 @@ func TestSnapshotPruning(t *testing.T) {
 // new rules to new commands.
 func TestRulesChange(t *testing.T) {
 	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
+	n, err := openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +369,7 @@ func TestRulesChange(t *testing.T) {
 	spec := *o.Markets[0]
 	spec.TakerRate *= 2
 	o.Markets[0] = &spec
-	n, err = Open(o)
+	n, err = openNode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,13 +378,13 @@ func TestRulesChange(t *testing.T) {
 		t.Fatalf("hash after a restart with new rules: got %s, want %s (replayed under the old rules)", hashString(got), hashString(want))
 	}
 	trade(n)
-	tr, err := n.Trades(200, 0, 0, maxTime, 10, nil)
+	tr, err := n.Store().Trades(200, 0, 0, maxTime, 10, nil)
 	if err != nil || len(tr) != 2 || tr[1].TakerFee != 2*tr[0].TakerFee {
 		t.Fatalf("trades of the seller: got %+v %v, want the second taker fee twice the first", tr, err)
 	}
 	h1, _, _ := n.State(deadline())
 	n.Close()
-	n, err = Open(o) // the new rules are now the stored ones
+	n, err = openNode(o) // the new rules are now the stored ones
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,15 +400,15 @@ func TestRulesChange(t *testing.T) {
 func TestSeeded(t *testing.T) {
 	dir := t.TempDir()
 	for i, want := range []bool{true, true, false, false} {
-		n, err := Open(testOptions(t, dir))
+		n, err := openNode(testOptions(t, dir))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := n.Seeding(); got != want {
+		if got := n.Store().Seeding(); got != want {
 			t.Fatalf("open %d: Seeding() = %v, want %v", i, got, want)
 		}
 		if i == 1 {
-			if err := n.Seeded(); err != nil {
+			if err := n.Store().Seeded(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -416,7 +426,7 @@ func TestSegmentsJoinOpenBatch(t *testing.T) {
 	testForcePace = true
 	defer func() { testForcePace = false }()
 	dir := t.TempDir()
-	n, err := Open(testOptions(t, dir))
+	n, err := openNode(testOptions(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,25 +458,18 @@ func TestSegmentsJoinOpenBatch(t *testing.T) {
 	if got := after[ledger] - before[ledger]; got != reqs {
 		t.Fatalf("ledger applied %d deposits, want %d", got, reqs)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true})
+	recs, most := 0, 0
+	err = records(t, dir, func(sh int, seq uint64, _ int64, cmds []engine.Cmd) error {
+		if sh == ledger && seq > before[ledger] {
+			recs, most = recs+1, max(most, len(cmds))
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	lo := journalKey(nil, ledger, before[ledger]+1)
-	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: journalKey(nil, ledger+1, 0)})
-	defer it.Close()
-	records, most := 0, 0
-	var cmds []engine.Cmd
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if cmds, err = decodeRecord(it.Value(), int(k[1]), be.Uint64(k[2:]), cmds[:0]); err != nil {
-			t.Fatal(err)
-		}
-		records, most = records+1, max(most, len(cmds))
-	}
-	t.Logf("%d deposits drained one by one: %d journal records, the largest holds %d", reqs, records, most)
-	if most < 2 || records >= reqs {
-		t.Fatalf("%d journal records for %d deposits drained one by one, none with more than %d", records, reqs, most)
+	t.Logf("%d deposits drained one by one: %d journal records, the largest holds %d", reqs, recs, most)
+	if most < 2 || recs >= reqs {
+		t.Fatalf("%d journal records for %d deposits drained one by one, none with more than %d", recs, reqs, most)
 	}
 }

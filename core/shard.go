@@ -1,58 +1,42 @@
-package journal
+package core
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
 )
 
-// testHooks enables test-only behaviour (set by the package's tests).
-var testHooks bool
-
-// benchNoHistory skips the history rows (benchmarks only: it measures what
-// the journal itself costs).
-var benchNoHistory bool
-
-// testForcePace, when set (tests only), makes every commit go through
-// the committer, as under load.
+// testForcePace, when set (tests only), makes every commit go through the
+// committer, as under load.
 var testForcePace bool
 
 // testApplied, when set (tests only), sees every command a shard applies
 // live and what it produced, before the batch is written.
 var testApplied func(shard int, c *engine.Cmd, o *engine.Out)
 
-// shard is one ring, one engine and one journal stream.
-//
-// The loop, per drained batch (invariants):
-//   - timeMs never goes backwards: max(previous, wall clock), once per batch;
-//   - seq is previous+1 for every command: gap-free per shard;
-//   - applying is published before each Apply, flushed only after the batch
-//     is synced and the engine flushed, so flushed <= applying and anything
-//     read while applying > flushed may still be taken back by a crash;
-//   - no request of a batch is answered before the batch is synced, queries
-//     included (DESIGN.md "Ack after sync").
-//
-// flight is a built batch: its Pebble batch, the requests to answer once
-// it is durable, and how far to flush the engine's credits then.
-// maxFlights bounds the batches a shard has in flight; with all of them
-// waiting for their sync, the shard waits for the oldest. A shard builds
-// one batch per wake-up, which at a few thousand requests/s per shard is
-// one per request, so a bound of 4 was reached within one sync gap and the
-// shard stopped applying until a sync finished: at 11,000 requests/s (two
-// shards) a request then waited up to 0.75-0.87 ms (p99) in the ring
-// before it was applied, and missed the next sync. With 16 that wait is
-// 0.20-0.31 ms and the server's own answer time p50 0.61-0.66 ms instead
-// of 0.69-0.85 (three interleaved runs each).
+// benchNoHistory skips the history rows (benchmarks only: it measures what
+// the journal itself costs).
+var benchNoHistory bool
+
+// maxFlights bounds the batches a shard has in flight (built, handed to
+// the committer, not yet durable); with all of them waiting for their
+// sync, the shard waits for the oldest. Under load a shard builds about
+// one batch per request, so the bound must cover a sync gap's worth of
+// requests or the shard stops applying and its requests miss the next
+// sync.
 const maxFlights = 16
 
+// flight is a built batch: its Pebble batch, the requests to answer once
+// it is durable, and how far to flush the engine's credits then.
 type flight struct {
-	wb     *pebble.Batch
+	b      *journal.Batch
 	reqs   []*Request
 	adds   []*Request // CmdAddUser applied in the batch (ledger: OnAddUser after sync)
 	mark   int        // engine.PendingLen after the batch's last command
@@ -63,13 +47,15 @@ type flight struct {
 	pc     pendingCommit
 }
 
+// shard is one ring, one engine and one journal stream (doc.go has the
+// loop's invariants).
 type shard struct {
 	id  int
-	x   *impl
+	n   *Node
 	eng *engine.Engine
 	q   *ring
 
-	seq    uint64 // last applied (shard goroutine; set by recovery before start)
+	seq    uint64 // last applied (shard goroutine)
 	timeMs int64  // time of the last batch
 
 	// wrote counts Pebble keys and bytes committed (for benchmarks and
@@ -81,57 +67,60 @@ type shard struct {
 	stopped  atomic.Bool
 
 	// Batches handed to the committer and not yet answered are
-	// fl[head], ... fl[head+n-1] (mod maxFlights), oldest first; the next
-	// one is built in fl[(head+n) % maxFlights].
-	fl      [maxFlights]flight
-	head, n int
-	batch   []*Request
-	out     engine.Out
+	// fl[head], ... fl[head+inFlight-1] (mod maxFlights), oldest first;
+	// the next one is built in fl[(head+inFlight) % maxFlights].
+	fl             [maxFlights]flight
+	head, inFlight int
+	batch          []*Request
+	out            engine.Out
 
 	// The newest flight stays open while it waits for its sync slot: the
 	// segments drained meanwhile (within the same millisecond) join it,
 	// so a sync writes one journal record per shard and millisecond
 	// rather than one per wake-up, which under load is one per request.
 	// The committer seals it (finishes its record and history rows) when
-	// it takes it. openMu guards open and everything sealing uses.
+	// it takes it. openMu guards open and w.
 	openMu sync.Mutex
 	open   *flight
-	hist   *histBatch
-	rec    []byte
-	key    []byte // scratch
-	val    []byte // scratch
+	w      *journal.Writer
 }
 
-func newShard(x *impl, id int, e *engine.Engine, ringSize int) *shard {
-	return &shard{id: id, x: x, eng: e, q: newRing(ringSize), hist: newHistBatch(), batch: make([]*Request, 0, maxBatch)}
+func newShard(n *Node, id int, e *engine.Engine) *shard {
+	s := &shard{id: id, n: n, eng: e, q: newRing(n.opt.RingSize), w: journal.NewWriter(id), batch: make([]*Request, 0, maxBatch)}
+	s.w.NoHistory = benchNoHistory
+	s.seq, s.timeMs = n.st.Seqs[id], n.st.Times[id]
+	s.applying.Store(s.seq)
+	s.flushed.Store(s.seq)
+	return s
 }
 
 func (s *shard) run() {
-	defer s.x.wg.Done()
+	defer s.n.wg.Done()
 	defer s.stopped.Store(true)
 	for i := range s.fl {
 		f := &s.fl[i]
-		f.wb = s.x.db.NewBatch(pebble.WithInitialSizeBytes(256<<10), pebble.WithMaxRetainedSizeBytes(64<<20))
-		defer f.wb.Close()
+		f.b = s.n.store.NewBatch()
+		defer f.b.Close()
 		f.pc.done = make(chan struct{}, 1)
 		f.pc.seal = func() { s.seal(f) }
 	}
-	if s.x.opt.PinCPUs {
+	if s.n.opt.PinCPUs {
 		runtime.LockOSThread()
+		cpu := s.id % runtime.NumCPU()
 		var set unix.CPUSet
-		set.Set(s.id % runtime.NumCPU())
+		set.Set(cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			s.x.logf("journal: shard %d: pin to cpu %d: %v", s.id, s.id%runtime.NumCPU(), err)
+			s.n.log.Warn("core: shard not pinned", "shard", s.id, "cpu", cpu, "err", err)
 		}
 	}
 	var idleSince int64 // nanotime when the ring was first found empty; 0: busy
 	for {
-		for s.n > 0 && s.fl[s.head].pc.fin.Load() {
+		for s.inFlight > 0 && s.fl[s.head].pc.fin.Load() {
 			s.finishOldest()
 		}
 		s.batch = s.q.drain(s.batch[:0], maxBatch)
 		if len(s.batch) == 0 {
-			if s.n > 0 {
+			if s.inFlight > 0 {
 				s.q.park(s.fl[s.head].pc.done) // a push, or the oldest batch in flight is durable
 			} else if s.q.idle(&idleSince) {
 				s.q.park(nil)
@@ -180,7 +169,7 @@ func (s *shard) segment(b []*Request) {
 		now = s.timeMs
 	}
 	s.timeMs = now
-	x := s.x
+	n := s.n
 	s.openMu.Lock()
 	f := s.open
 	if f != nil && f.timeMs != now {
@@ -189,11 +178,10 @@ func (s *shard) segment(b []*Request) {
 	}
 	opened := f == nil
 	if opened {
-		f = &s.fl[(s.head+s.n)%maxFlights]
+		f = &s.fl[(s.head+s.inFlight)%maxFlights]
 		f.first, f.timeMs, f.count = s.seq+1, now, 0
 		f.reqs, f.adds = f.reqs[:0], f.adds[:0]
-		s.rec = appendRecordHeader(s.rec[:0], s.id, f.first, now)
-		s.hist.reset()
+		s.w.Begin(f.first, now)
 	}
 	count := 0
 	for i, r := range b {
@@ -212,14 +200,11 @@ func (s *shard) segment(b []*Request) {
 		s.applying.Store(s.seq)
 		c := &r.Cmd
 		c.Dec = engine.Decision{} // a client cannot submit a recorded decision
-		s.eng.Apply(c, s.seq, now, &s.out)
+		s.apply(c)
 		count++
-		s.rec = appendCmd(s.rec, c)
+		s.w.Add(f.b, c, &s.out)
 		if testApplied != nil {
 			testApplied(s.id, c, &s.out)
-		}
-		if !benchNoHistory {
-			s.history(f.wb, c, s.seq-f.first)
 		}
 		r.Out.Reject, r.Out.BillID, r.HasOrder = s.out.Reject, s.out.BillID, s.out.OrderAt != 0
 		if r.HasOrder {
@@ -241,22 +226,22 @@ func (s *shard) segment(b []*Request) {
 	f.reqs = append(f.reqs, b...)
 	f.mark, f.seq = s.eng.PendingLen(), s.seq
 	if count > 0 {
-		x.syncPace.commit(count)
+		n.syncPace.commit(count)
 	}
-	paced := x.syncPace.interval() > 0 && !x.ackBeforeSync
-	if !opened || paced || s.n > 0 {
+	paced := n.syncPace.interval() > 0 && !n.ackBeforeSync
+	if !opened || paced || s.inFlight > 0 {
 		// Pipelined: the committer seals and syncs this batch (with other
 		// shards') at the next sync slot while the shard goes on applying;
 		// until then later segments of the same millisecond join it.
 		if opened {
 			s.open = f
-			s.n++
+			s.inFlight++
 		}
 		s.openMu.Unlock()
 		if opened {
-			f.pc.wb = f.wb
-			x.committer.enqueue(&f.pc)
-			if s.n == maxFlights {
+			f.pc.b = f.b
+			n.committer.enqueue(&f.pc)
+			if s.inFlight == maxFlights {
 				s.finishOldest()
 			}
 		}
@@ -265,19 +250,33 @@ func (s *shard) segment(b []*Request) {
 	s.sealLocked(f)
 	s.openMu.Unlock()
 	reqs := f.reqs
-	if x.ackBeforeSync {
+	if n.ackBeforeSync {
 		// Broken on purpose (the crash test's self-check): answer
 		// before the commit, so a kill can take back acked commands.
 		s.answer(reqs, f.adds)
 		reqs = nil
 	}
-	if err := f.wb.Commit(pebble.Sync); err != nil {
+	t0 := nanotime()
+	err := f.b.Commit()
+	n.metrics.commit(nanotime() - t0)
+	if err != nil {
 		s.commitFailed(err)
 	}
-	f.wb.Reset() // keeps its buffer: a drained batch is megabytes
-	x.sinceSnap.Add(int64(f.count))
+	f.b.Reset() // keeps its buffer: a drained batch is megabytes
+	n.sinceSnap.Add(int64(f.count))
 	s.answer(reqs, f.adds)
 	clear(f.reqs)
+}
+
+// apply applies c to the engine into s.out, counting its reject. In
+// builds with -tags invariants the whole state is checked after it.
+func (s *shard) apply(c *engine.Cmd) {
+	if engine.Invariants {
+		s.n.applyChecked(s, c)
+	} else {
+		s.eng.Apply(c, s.seq, s.timeMs, &s.out)
+	}
+	s.n.metrics.reject(s.id, s.out.Reject)
 }
 
 // seal finishes f for the committer, unless a later segment of the shard
@@ -293,12 +292,9 @@ func (s *shard) seal(f *flight) {
 // sealLocked writes f's journal record and history rows into its batch
 // and closes it (openMu held).
 func (s *shard) sealLocked(f *flight) {
-	s.rec = finishRecord(s.rec, f.count)
-	s.key, s.val = s.hist.write(f.wb, s.id, f.first, f.timeMs, s.key, s.val)
-	s.key = journalKey(s.key[:0], s.id, f.first)
-	f.wb.Set(s.key, s.rec, nil)
-	s.wroteKeys.Add(uint64(f.wb.Count()))
-	s.wroteBytes.Add(uint64(f.wb.Len()))
+	s.w.Finish(f.b)
+	s.wroteKeys.Add(uint64(f.b.Keys()))
+	s.wroteBytes.Add(uint64(f.b.Bytes()))
 	s.open = nil // f was the open flight, or (a synchronous commit) there was none
 }
 
@@ -306,28 +302,42 @@ func (s *shard) sealLocked(f *flight) {
 // journal and can no longer be made durable, so stopping loudly is the
 // only honest answer.
 func (s *shard) commitFailed(err error) {
-	panic("journal: shard " + itoa(s.id) + ": commit: " + err.Error())
+	panic(fmt.Sprintf("core: shard %d: commit: %v", s.id, err))
 }
 
 // answer makes the batch's credits available (Flush), registers its new
 // users with the edge, and wakes its requests; after it the shard does not
 // touch b. Normally it runs once the batch is synced.
 func (s *shard) answer(b, adds []*Request) {
-	s.eng.Flush()
+	s.flush(-1)
 	s.flushed.Store(s.seq)
-	if f := s.x.opt.OnAddUser; f != nil && b != nil {
+	if f := s.n.opt.OnAddUser; f != nil && b != nil {
 		for _, r := range adds {
 			f(&r.Cmd)
 		}
 	}
+	s.n.metrics.resting(s.id, s.eng.WorkingOrders())
 	for _, r := range b {
 		r.complete(nil)
 	}
 }
 
+// flush makes the first mark pending credits available (all: mark < 0).
+func (s *shard) flush(mark int) {
+	if engine.Invariants {
+		invariantsMu.Lock()
+		defer invariantsMu.Unlock()
+	}
+	if mark < 0 {
+		s.eng.Flush()
+	} else {
+		s.eng.FlushTo(mark)
+	}
+}
+
 // finishAll answers every batch in flight, oldest first.
 func (s *shard) finishAll() {
-	for s.n > 0 {
+	for s.inFlight > 0 {
 		s.finishOldest()
 	}
 }
@@ -348,25 +358,26 @@ func (s *shard) finishOldest() {
 	if f.pc.err != nil {
 		s.commitFailed(f.pc.err)
 	}
-	f.wb.Reset()
-	s.x.sinceSnap.Add(int64(f.count))
-	s.eng.FlushTo(f.mark)
-	for i := 1; i < s.n; i++ { // marks of the later batches move down
+	f.b.Reset()
+	s.n.sinceSnap.Add(int64(f.count))
+	s.flush(f.mark)
+	for i := 1; i < s.inFlight; i++ { // marks of the later batches move down
 		s.fl[(s.head+i)%maxFlights].mark -= f.mark
 	}
 	s.flushed.Store(f.seq)
-	if cb := s.x.opt.OnAddUser; cb != nil {
+	if cb := s.n.opt.OnAddUser; cb != nil {
 		for _, r := range f.adds {
 			cb(&r.Cmd)
 		}
 	}
+	s.n.metrics.resting(s.id, s.eng.WorkingOrders())
 	for _, r := range f.reqs {
 		r.complete(nil)
 	}
 	clear(f.reqs)
 	f.reqs = f.reqs[:0]
 	s.head = (s.head + 1) % maxFlights
-	s.n--
+	s.inFlight--
 }
 
 // query answers r from the engine's memory.
@@ -384,28 +395,4 @@ func (s *shard) query(r *Request) {
 		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])
 		r.Last = s.eng.LastPrice(c.Market)
 	}
-}
-
-// history records c's events in the batch's history blocks, and writes
-// the registration row of a new user.
-func (s *shard) history(wb *pebble.Batch, c *engine.Cmd, seqOff uint64) {
-	s.hist.add(c, &s.out, seqOff)
-	if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
-		s.key = userKey(s.key[:0], c.User)
-		s.val = appendCmd(s.val[:0], c)
-		wb.Set(s.key, s.val, nil)
-	}
-}
-
-func itoa(i int) string {
-	var b [20]byte
-	n := len(b)
-	for {
-		n--
-		b[n] = byte('0' + i%10)
-		if i /= 10; i == 0 {
-			break
-		}
-	}
-	return string(b[n:])
 }

@@ -1,15 +1,14 @@
-package journal
+package core
 
 import (
 	"sync/atomic"
 	"time"
 )
 
-// syncPace is group commit for busy periods. Each synced commit of a shard
-// costs one WAL fdatasync, and at a few thousand syncs a second the syncs
-// become the load: on the VMs this runs on, back-to-back fdatasyncs stall
-// for 15-20 ms once every few hundred (a bare append+fdatasync loop: p99.9
-// 16-18 ms back to back, 0.36 ms spaced 300 us apart).
+// syncPace is group commit for busy periods. Each synced commit of a
+// shard costs one WAL fdatasync, and at a few thousand syncs a second the
+// syncs become the load: back-to-back fdatasyncs stall far more often than
+// spaced ones.
 //
 // So while commits come faster than paceRateOn per second, shards hand
 // their batches to the committer (commit.go), which syncs at most once per
@@ -17,17 +16,12 @@ import (
 // batches each in flight); each batch is answered when its sync is done.
 //
 // The gap trades an answer's wait for the next sync against what a sync
-// costs the server (~0.2 ms of CPU: the WAL write, the fdatasync's
-// submission, the wake-ups). It is paceGap up to paceLoadLow commands/s,
-// where make bench's half-saturation step runs and the 2 ms p99 target
-// is judged, and rises to paceGapMax at paceLoadHigh, near saturation,
-// where fewer syncs leave CPU for requests but a longer wait would lower
-// what a client's connections can carry (n connections get at most n /
-// latency answers a second). Each bound was measured against its
-// neighbours with bench/rest-ab.sh and make bench (from 250 to 1,000 us
-// at the low end, from 500 to 1,500 us at the top); bench/LOG.md has the
-// runs, and under "The sync gap's rule as journal/pace.go told it" the
-// history this comment held until 2026-11-27.
+// costs the server (the WAL write, the fdatasync's submission, the
+// wake-ups). It is paceGap up to paceLoadLow commands/s and rises to
+// paceGapMax at paceLoadHigh, near saturation, where fewer syncs leave CPU
+// for requests but a longer wait lowers what a client's connections can
+// carry (n connections get at most n / latency answers a second). The
+// bounds were chosen with make bench and bench/rest-ab.sh (bench/LOG.md).
 type syncPace struct {
 	commits atomic.Int64 // segments applied so far (drained batches with commands: shard.segment)
 	cmds    atomic.Int64 // commands in them

@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
 )
 
 // histModel is what the history queries must return, built from the
@@ -84,7 +85,7 @@ func testHistoryMatchesEvents(t *testing.T) {
 	dir := t.TempDir()
 	o := testOptions(t, dir)
 	o.Logf = nil
-	n, err := Open(o)
+	n, err := openNode(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func testHistoryMatchesEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	testApplied = nil
-	if n, err = Open(o); err != nil {
+	if n, err = openNode(o); err != nil {
 		t.Fatal(err)
 	}
 	defer n.Close()
@@ -263,7 +264,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 			wt := slices.Clone(nonNil(h.trades[uid]))
 			wt = slices.DeleteFunc(wt, func(x engine.Trade) bool { return x.Market != m })
 			slices.SortFunc(wt, func(a, b engine.Trade) int { return int(a.TradeID - b.TradeID) })
-			gt, err := n.Trades(uid, m, 0, maxTime, 100000, nil)
+			gt, err := n.Store().Trades(uid, m, 0, maxTime, 100000, nil)
 			if err != nil || !slices.Equal(nonNil(gt), wt) {
 				t.Fatalf("uid %d market %d: trades: got %d %v, want %d", uid, m, len(gt), err, len(wt))
 			}
@@ -272,7 +273,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 				s, e = e, s
 			}
 			wt = slices.DeleteFunc(wt, func(x engine.Trade) bool { return x.TimeMs < s || x.TimeMs > e })
-			gt, err = n.Trades(uid, m, s, e, 100000, nil)
+			gt, err = n.Store().Trades(uid, m, s, e, 100000, nil)
 			if err != nil || !slices.Equal(nonNil(gt), wt) {
 				t.Fatalf("uid %d market %d: trades in [%d, %d]: got %d %v, want %d", uid, m, s, e, len(gt), err, len(wt))
 			}
@@ -281,7 +282,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 		slices.SortFunc(all, billOrder)
 		slices.Reverse(all)
 		for k := 0; k < 30; k++ {
-			coin, biz := CoinAll, engine.BizType(0)
+			coin, biz := journal.CoinAll, engine.BizType(0)
 			s, e, off, lim := int64(0), maxTime, 0, 100000
 			if k > 0 {
 				if rng.IntN(2) == 0 {
@@ -298,13 +299,13 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 			}
 			var w []engine.Bill
 			for _, b := range all {
-				if (coin == CoinAll || int(b.Coin) == coin) && (biz == 0 || b.Biz == biz) && b.TimeMs >= s && b.TimeMs < e {
+				if (coin == journal.CoinAll || int(b.Coin) == coin) && (biz == 0 || b.Biz == biz) && b.TimeMs >= s && b.TimeMs < e {
 					w = append(w, b)
 				}
 			}
 			w = w[min(off, len(w)):]
 			w = w[:min(lim, len(w))]
-			got, err := n.Bills(uid, coin, biz, s, e, off, lim, nil)
+			got, err := n.Store().Bills(uid, coin, biz, s, e, off, lim, nil)
 			if err != nil || !slices.Equal(nonNil(got), nonNil(w)) {
 				t.Fatalf("uid %d: bills coin %d biz %v [%d, %d) offset %d limit %d: got %d %v, want %d\n got %+v\nwant %+v",
 					uid, coin, biz, s, e, off, lim, len(got), err, len(w), head(got), head(w))
@@ -317,7 +318,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 	for m := engine.MarketID(0); m < 3; m++ {
 		w := slices.Clone(h.public[m])
 		slices.Reverse(w)
-		got, err := n.MarketTrades(m, 100000, nil)
+		got, err := n.Store().MarketTrades(m, 100000, nil)
 		if err != nil || !slices.Equal(nonNil(got), nonNil(w)) {
 			t.Fatalf("market %d: public trades: got %d %v, want %d", m, len(got), err, len(w))
 		}
@@ -327,7 +328,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 	}
 	var trades []engine.Trade
 	var bills []engine.Bill
-	if err := n.Export(func(t *engine.Trade) error { trades = append(trades, *t); return nil },
+	if err := n.Store().Export(func(t *engine.Trade) error { trades = append(trades, *t); return nil },
 		func(b *engine.Bill) error { bills = append(bills, *b); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func head[T any](s []T) []T { return s[:min(len(s), 3)] }
 // shard's answer (working orders) and the read of history (finished ones)
 // is listed once, in its finished state.
 func TestAllOrdersFinishedMeanwhile(t *testing.T) {
-	n, err := Open(testOptions(t, t.TempDir()))
+	n, err := openNode(testOptions(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"bufio"
@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/weexcore/exchange/engine"
 )
 
@@ -48,7 +47,7 @@ const (
 	envEarlyAck = "JOURNAL_TEST_ACK_BEFORE_SYNC"
 )
 
-func crashOptions(dir string) (Options, error) {
+func crashOptions(dir string) (testOpts, error) {
 	coins := testCoins()
 	var ms []*engine.MarketSpec
 	for i, p := range [][2]int{{0, 2}, {1, 2}, {1, 0}} {
@@ -62,11 +61,11 @@ func crashOptions(dir string) (Options, error) {
 		}
 		s, err := engine.NewMarketSpec(engine.MarketID(i), c, base, quote)
 		if err != nil {
-			return Options{}, err
+			return testOpts{}, err
 		}
 		ms = append(ms, s)
 	}
-	return Options{Dir: dir, Shards: 2, Coins: coins, Markets: ms, FeeUID: feeUID, SnapshotEvery: 4000}, nil
+	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: ms, FeeUID: feeUID, SnapshotEvery: 4000}, nil
 }
 
 // TestCrashChild is the child process; it is skipped in a normal run.
@@ -98,7 +97,7 @@ func crashChild(dir, run string) {
 	if err == nil {
 		o.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 		var n *Node
-		n, err = Open(o)
+		n, err = openNode(o)
 		if err == nil {
 			crashLoad(n, run, out)
 		}
@@ -253,49 +252,31 @@ func runChild(t *testing.T, dir, run string, d time.Duration, early bool, log *c
 	}
 }
 
-// journalTags reads every shard's journal straight from Pebble (read-only)
-// and returns tag -> (shard, seq); it fails on a gap or a bad record.
-func journalTags(dir string) (map[string][2]uint64, []uint64, error) {
-	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{func(string, ...any) {}}})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer db.Close()
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxJournal}, UpperBound: []byte{pfxJournal + 1}})
-	if err != nil {
-		return nil, nil, err
-	}
-	defer it.Close()
+// journalTags reads every shard's journal (read-only) and returns tag ->
+// (shard, seq) and each shard's last seq; it fails on a gap or a bad
+// record.
+func journalTags(tb testing.TB, dir string) (map[string][2]uint64, []uint64, error) {
 	tags := make(map[string][2]uint64)
 	last := make([]uint64, 64)
-	var cmds []engine.Cmd
-	for valid := it.First(); valid; valid = it.Next() {
-		k := it.Key()
-		sh, seq := int(k[1]), be.Uint64(k[2:])
-		if seq != last[sh]+1 {
-			return nil, nil, fmt.Errorf("shard %d: record at seq %d after seq %d (gap)", sh, seq, last[sh])
-		}
-		cmds, err = decodeRecord(it.Value(), sh, seq, cmds[:0])
-		if err != nil {
-			return nil, nil, fmt.Errorf("shard %d seq %d: %v", sh, seq, err)
-		}
+	err := records(tb, dir, func(sh int, seq uint64, _ int64, cmds []engine.Cmd) error {
 		for i := range cmds {
 			tag := cmds[i].Text.String()
 			if _, dup := tags[tag]; dup && tag != "" {
-				return nil, nil, fmt.Errorf("shard %d seq %d: tag %s journaled twice", sh, seq+uint64(i), tag)
+				return fmt.Errorf("shard %d seq %d: tag %s journaled twice", sh, seq+uint64(i), tag)
 			}
 			tags[tag] = [2]uint64{uint64(sh), seq + uint64(i)}
 		}
 		last[sh] = seq + uint64(len(cmds)) - 1
-	}
-	return tags, last, it.Error()
+		return nil
+	})
+	return tags, last, err
 }
 
 // verifyCrash checks dir against what the children said; it returns every
 // problem found.
 func verifyCrash(t *testing.T, dir string, log *crashLog) []string {
 	var probs []string
-	tags, _, err := journalTags(dir)
+	tags, _, err := journalTags(t, dir)
 	if err != nil {
 		return []string{"journal: " + err.Error()}
 	}
@@ -312,33 +293,26 @@ func verifyCrash(t *testing.T, dir string, log *crashLog) []string {
 			probs = append(probs, fmt.Sprintf("journaled command %s was never sent", tag))
 		}
 	}
-	o, _ := crashOptions(dir)
-	o.ReadOnly = true
-	o.Coins, o.Markets = nil, nil // from the meta, as the audit tool does
-	ro, err := Open(o)
+	ro, err := loadRO(dir, false) // coins and markets from the meta, as the audit tool does
 	if err != nil {
 		return append(probs, "read-only open: "+err.Error())
 	}
-	hRO, _, _ := ro.State(time.Time{})
-	if err := ro.Check(time.Time{}); err != nil {
+	hRO := ro.Hash()
+	if err := engine.CheckInvariants(ro.Accounts, ro.Engines); err != nil {
 		probs = append(probs, "invariants after replay: "+err.Error())
 	}
-	ro.Close()
-	o.FullReplay = true
-	full, err := Open(o)
+	full, err := loadRO(dir, true)
 	if err != nil {
 		return append(probs, "full replay: "+err.Error())
 	}
-	hFull, _, _ := full.State(time.Time{})
-	full.Close()
-	if hFull != hRO {
-		probs = append(probs, fmt.Sprintf("state hash: full replay %s, snapshot+tail %s", hashString(hFull), hashString(hRO)))
+	if hFull := full.Hash(); hFull != hRO {
+		probs = append(probs, fmt.Sprintf("state hash: full replay %s, snapshot+tail %s", hashString(full.Hash()), hashString(hRO)))
 	}
 	rw, err := crashOptions(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Open(rw)
+	n, err := openNode(rw)
 	if err != nil {
 		return append(probs, "restart: "+err.Error())
 	}
@@ -392,7 +366,7 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("after kill %d (at %v): %d problems:\n%s", i+1, d, len(probs), strings.Join(first10(probs), "\n"))
 		}
 	}
-	tags, seqs, _ := journalTags(dir)
+	tags, seqs, _ := journalTags(t, dir)
 	t.Logf("%d kills in %v: %d commands sent, %d acknowledged, %d journaled, last seqs %v",
 		iters, time.Since(t0).Round(time.Millisecond), len(log.sent), len(log.acked), len(tags), seqs[:3])
 }
@@ -482,7 +456,7 @@ func TestCrashDuringCreation(t *testing.T) {
 		log := &crashLog{sent: map[string]bool{}, acked: map[string][2]uint64{}}
 		runChild(t, dir, strconv.Itoa(i+1), -time.Duration(ms)*time.Millisecond, false, log)
 		o, _ := crashOptions(dir)
-		n, err := Open(o)
+		n, err := openNode(o)
 		if err != nil {
 			t.Fatalf("open after a kill %dms into creation: %v", ms, err)
 		}

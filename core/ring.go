@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"runtime"
@@ -27,7 +27,9 @@ type ring struct {
 	tail atomic.Uint64 // next position producers claim
 	_    [56]byte
 	head uint64 // next position the consumer reads (consumer only)
-	_    [56]byte
+	// drained is head as of the consumer's last drain, for depth
+	drained atomic.Uint64
+	_       [48]byte
 	// sleeping is 1 while the consumer is parked or about to park.
 	sleeping atomic.Int32
 	_        [60]byte
@@ -111,7 +113,20 @@ func (q *ring) drain(dst []*Request, max int) []*Request {
 		}
 		dst = append(dst, r)
 	}
+	if len(dst) > 0 {
+		q.drained.Store(q.head)
+	}
 	return dst
+}
+
+// depth returns how many requests wait in the ring (as of the consumer's
+// last drain; any goroutine).
+func (q *ring) depth() uint64 {
+	t, d := q.tail.Load(), q.drained.Load()
+	if t < d {
+		return 0
+	}
+	return t - d
 }
 
 // spinFor is how long an idle consumer polls before it parks: long enough

@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"os"
@@ -6,21 +6,23 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/weexcore/exchange/journal"
 )
 
 // committer is group commit while syncs are paced (pace.go): shards hand
 // it their built batches and go on applying; it waits for the next sync
 // slot (paceGap after the previous sync started), seals every batch
 // queued by then (a shard's newest batch is open to its next segments
-// until then: shard.go), merges them into one Pebble batch, commits it
-// with one fdatasync and marks each handed batch durable; the shard then
-// answers it. Without pacing (and with none of its batches in flight) a
-// shard commits its batches itself.
+// until then: shard.go), commits them with one fdatasync (journal.Group)
+// and marks each handed batch durable; the shard then answers it. Without
+// pacing (and with none of its batches in flight) a shard commits its
+// batches itself.
 type committer struct {
-	db   *pebble.DB
-	pace *syncPace
+	store   *journal.Store
+	pace    *syncPace
+	metrics *metrics
 
 	mu    sync.Mutex
 	queue []*pendingCommit
@@ -30,18 +32,18 @@ type committer struct {
 }
 
 type pendingCommit struct {
-	seal func() // finishes wb (the shard's open batch) before it is taken
-	wb   *pebble.Batch
+	seal func() // finishes b (the shard's open batch) before it is taken
+	b    *journal.Batch
 	err  error
 	fin  atomic.Bool   // set, with err, once the batch is durable (or failed)
 	done chan struct{} // capacity 1: signalled after fin is set
 }
 
-func newCommitter(db *pebble.DB, pace *syncPace) *committer {
-	return &committer{db: db, pace: pace, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newCommitter(store *journal.Store, pace *syncPace, m *metrics) *committer {
+	return &committer{store: store, pace: pace, metrics: m, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// enqueue hands p to the committer; p.fin is set once p.wb is durable.
+// enqueue hands p to the committer; p.fin is set once p.b is durable.
 func (c *committer) enqueue(p *pendingCommit) {
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
@@ -56,9 +58,10 @@ func (c *committer) run() {
 	defer close(c.done)
 	sl := newSleeper()
 	defer sl.close()
-	merged := c.db.NewBatch()
-	defer merged.Close()
+	group := c.store.NewGroup()
+	defer group.Close()
 	var batch []*pendingCommit
+	var bs []*journal.Batch
 	var last int64 // nanotime when the last sync started
 	for {
 		select {
@@ -79,20 +82,13 @@ func (c *committer) run() {
 		for _, p := range batch {
 			p.seal()
 		}
-		var err error
-		if len(batch) == 1 {
-			err = batch[0].wb.Commit(pebble.Sync)
-		} else {
-			merged.Reset()
-			for _, p := range batch {
-				if err = merged.Apply(p.wb, nil); err != nil {
-					break
-				}
-			}
-			if err == nil {
-				err = merged.Commit(pebble.Sync)
-			}
+		bs = bs[:0]
+		for _, p := range batch {
+			bs = append(bs, p.b)
 		}
+		err := group.Commit(bs)
+		c.metrics.commit(nanotime() - last)
+		clear(bs)
 		for _, p := range batch {
 			p.err = err
 			p.fin.Store(true)

@@ -1,4 +1,4 @@
-package journal
+package core
 
 import (
 	"testing"
@@ -11,13 +11,13 @@ import (
 // reference (a second put would hand one request to two callers).
 func TestAbandonedRequestRecycledOnce(t *testing.T) {
 	for _, shardFirst := range []bool{true, false} {
-		r := acquireRequest()
+		r := AcquireRequest()
 		r.rt.state.Store(r.rt.state.Load()&^stateMask | stateQueued) // as push does
 		r.rt.refs.Add(1)
 		if err := r.Wait(time.Now()); err != ErrTimeout {
 			t.Fatalf("Wait with a past deadline: got %v, want ErrTimeout", err)
 		}
-		first, second := r.complete, func(error) { releaseRequest(r) }
+		first, second := r.complete, func(error) { ReleaseRequest(r) }
 		if !shardFirst {
 			first, second = second, first
 		}
@@ -40,7 +40,7 @@ func TestAbandonedRequestRecycledOnce(t *testing.T) {
 // is queued again (pooled requests are reused), the watch must not abandon
 // the new use with the old use's deadline.
 func TestDeadlineWatchSkipsLaterUse(t *testing.T) {
-	r := acquireRequest()
+	r := AcquireRequest()
 	queue := func() uint64 { // as push does
 		w := r.rt.state.Load()&^stateMask | stateQueued
 		r.rt.state.Store(w)
@@ -66,5 +66,5 @@ func TestDeadlineWatchSkipsLaterUse(t *testing.T) {
 	if err := r.Wait(time.Now().Add(time.Second)); err != nil {
 		t.Fatalf("Wait of the next use: %v", err)
 	}
-	releaseRequest(r)
+	ReleaseRequest(r)
 }

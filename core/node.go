@@ -1,0 +1,437 @@
+package core
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
+)
+
+var (
+	// ErrBusy: the shard's ring is full; nothing was applied (HTTP 503, -1054).
+	ErrBusy = errors.New("core: shard busy")
+	// ErrTimeout: the deadline passed before the result was durable. The
+	// command may still be applied and journaled later.
+	ErrTimeout = errors.New("core: deadline exceeded")
+	// ErrClosed: the node is shutting down.
+	ErrClosed = errors.New("core: closed")
+
+	errNotSubmitted = errors.New("core: request was not submitted")
+)
+
+const (
+	// maxBatch bounds the commands one shard applies and syncs at once.
+	maxBatch = 4096
+
+	defaultSnapshotEvery    = 2_000_000
+	defaultSnapshotInterval = 10 * time.Minute
+)
+
+// Options configures Open.
+type Options struct {
+	PinCPUs          bool          // lock each shard goroutine to a CPU
+	RingSize         int           // slots per ring (power of two); 0: 4096
+	SnapshotEvery    int           // commands between snapshots; 0: 2,000,000
+	SnapshotInterval time.Duration // 0: 10 minutes
+	Logger           *slog.Logger  // nil: discard
+
+	// OnAddUser is called on the ledger goroutine for every CmdAddUser
+	// applied live, once it is durable (Load calls it for the replayed
+	// ones), so the edge can register credentials.
+	OnAddUser func(c *engine.Cmd)
+}
+
+// Query selects a read that runs inside a shard, answered after the sync
+// that covers every command before it (docs/DESIGN.md, "Ack after sync").
+type Query uint8
+
+const (
+	QueryNone       Query = iota // a command
+	QueryOpenOrders              // Cmd.User, Cmd.Market (or engine.AllMarkets)
+	QueryOrder                   // Cmd.User, Cmd.Market, Cmd.OrderID or Cmd.Text
+	QueryDepth                   // Cmd.Market, Cmd.Qty = levels per side
+)
+
+// Balance is one coin of a user's balance.
+type Balance struct {
+	Coin   engine.CoinID
+	Avail  engine.Amount
+	Frozen engine.Amount
+}
+
+// Node is the running exchange core: one goroutine per shard, each with a
+// bounded lock-free ring in front of it and the journal behind it
+// (doc.go).
+type Node struct {
+	opt       Options
+	log       *slog.Logger
+	store     *journal.Store
+	st        *journal.State
+	shards    []*shard // market shards then the ledger
+	nMarket   int      // market shards; the ledger is shard nMarket
+	syncPace  syncPace
+	committer *committer
+	// frozen[i] is shard i's book as of the last snapshot's barrier,
+	// kept so that the next snapshot reuses its memory (barrier.go)
+	frozen []*engine.Frozen
+
+	closed     atomic.Bool  // Submit refuses once set
+	submitters atomic.Int64 // Submits between their closed check and their push
+	barMu      sync.Mutex   // one barrier at a time
+	sinceSnap  atomic.Int64 // commands applied since the last snapshot
+	stopSnap   chan struct{}
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+	closeErr   error
+	metrics    metrics
+
+	// ackBeforeSync is a deliberately broken mode for the crash test's
+	// self-check (JOURNAL_TEST_ACK_BEFORE_SYNC=1 in the test binary only):
+	// a batch is answered after it is applied, before it is committed.
+	ackBeforeSync bool
+}
+
+// Open starts the shards on st, loaded from store (journal.Store.Load).
+// The node owns both from then on: Close closes the store.
+func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
+	if store.ReadOnly() {
+		return nil, errors.New("core: the store is read-only")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{opt: o, log: log, store: store, st: st, nMarket: st.MarketShards()}
+	n.ackBeforeSync = testHooks && os.Getenv("JOURNAL_TEST_ACK_BEFORE_SYNC") == "1"
+	n.syncPace.force = testHooks && (testForcePace || os.Getenv("JOURNAL_TEST_FORCE_PACE") == "1")
+	n.frozen = make([]*engine.Frozen, len(st.Engines))
+	n.metrics.init(len(st.Engines))
+	for i, e := range st.Engines {
+		n.shards = append(n.shards, newShard(n, i, e))
+	}
+	n.committer = newCommitter(store, &n.syncPace, &n.metrics)
+	go n.committer.run()
+	for _, s := range n.shards {
+		n.wg.Add(1)
+		go s.run()
+	}
+	n.stopSnap = make(chan struct{})
+	n.wg.Add(1)
+	go n.snapshotter()
+	store.Serving(true)
+	return n, nil
+}
+
+// Store returns the node's store (history reads, seeding).
+func (n *Node) Store() *journal.Store { return n.store }
+
+// Accounts returns the shared balance table (for lookups; reading balances
+// for a client goes through Balances).
+func (n *Node) Accounts() *engine.Accounts { return n.st.Accounts }
+
+// Markets returns every market spec, indexed by ID.
+func (n *Node) Markets() []*engine.MarketSpec { return n.st.Markets }
+
+// Shards returns the number of market shards (the ledger shard is one more).
+func (n *Node) Shards() int { return n.nMarket }
+
+// Engines returns every engine, market shards then the ledger. They may be
+// read only while the node is stopped (tests).
+func (n *Node) Engines() []*engine.Engine { return n.st.Engines }
+
+// Seqs returns each shard's last flushed sequence, market shards then the
+// ledger.
+func (n *Node) Seqs() []uint64 {
+	s := make([]uint64, len(n.shards))
+	for i, sh := range n.shards {
+		s[i] = sh.flushed.Load()
+	}
+	return s
+}
+
+// Written returns the Pebble keys and bytes the shards have committed
+// since Open (journal records and history rows).
+func (n *Node) Written() (keys, bytes uint64) {
+	for _, s := range n.shards {
+		keys += s.wroteKeys.Load()
+		bytes += s.wroteBytes.Load()
+	}
+	return keys, bytes
+}
+
+// shardOf returns the shard a command or query goes to: the ledger for
+// commands on balances and users, else the market's shard.
+func (n *Node) shardOf(c *engine.Cmd) *shard {
+	switch c.Kind {
+	case engine.CmdDeposit, engine.CmdWithdraw, engine.CmdAddUser:
+		return n.shards[n.nMarket]
+	}
+	if c.Market == engine.AllMarkets {
+		return n.shards[0]
+	}
+	return n.shards[n.st.MarketShard(c.Market)]
+}
+
+// Submit pushes r onto its shard's ring (by Cmd.Kind and Cmd.Market). It
+// never blocks: a full ring returns ErrBusy and nothing is applied.
+func (n *Node) Submit(r *Request) error {
+	if r.Cmd.Text.N > engine.ClientIDMax {
+		// A request is plain data from the edge; a bad length must not
+		// panic a shard (Text.Bytes would slice past the array).
+		r.Cmd.Text.N = engine.ClientIDMax
+	}
+	return n.push(n.shardOf(&r.Cmd), r)
+}
+
+func (n *Node) push(s *shard, r *Request) error {
+	n.submitters.Add(1)
+	if n.closed.Load() {
+		n.submitters.Add(-1)
+		return ErrClosed
+	}
+	idle := r.rt.state.Load()
+	r.rt.state.Store(idle&^stateMask | stateQueued)
+	r.rt.refs.Add(1) // the shard's, dropped by complete
+	if !s.q.push(r) {
+		r.rt.refs.Add(-1)
+		r.rt.state.Store(idle)
+		n.submitters.Add(-1)
+		return ErrBusy
+	}
+	n.submitters.Add(-1)
+	return nil
+}
+
+// Balances returns u's balance of every coin, as of durable state only:
+// it reads u's cells, then waits until every shard has flushed what it
+// was applying at the time, so nothing shown can be taken back by a crash.
+func (n *Node) Balances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]Balance, error) {
+	acc := n.st.Accounts
+	if int(u) >= acc.NumUsers() {
+		return dst, nil
+	}
+	for i := range acc.Coins() {
+		c := engine.CoinID(i)
+		a, f := acc.Balance(u, c)
+		dst = append(dst, Balance{Coin: c, Avail: a, Frozen: f})
+	}
+	for _, s := range n.shards {
+		want := s.applying.Load()
+		for spins := 0; s.flushed.Load() < want; spins++ {
+			if n.closed.Load() && s.stopped.Load() {
+				break
+			}
+			if time.Now().After(deadline) {
+				return dst, ErrTimeout
+			}
+			if spins < 16 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+	}
+	return dst, nil
+}
+
+// query runs one in-shard query and waits for it.
+func (n *Node) query(q Query, c engine.Cmd, deadline time.Time) (*Request, error) {
+	r := AcquireRequest()
+	r.Cmd, r.Query = c, q
+	if err := n.Submit(r); err != nil {
+		ReleaseRequest(r)
+		return nil, err
+	}
+	if err := r.Wait(deadline); err != nil {
+		ReleaseRequest(r)
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenOrders returns u's working orders in market m (or engine.AllMarkets,
+// gathered from every shard), oldest first.
+func (n *Node) OpenOrders(u engine.UserIdx, uid int64, m engine.MarketID, deadline time.Time, dst []engine.OrderView) ([]engine.OrderView, error) {
+	c := engine.Cmd{User: u, UID: uid, Market: m}
+	if m != engine.AllMarkets {
+		r, err := n.query(QueryOpenOrders, c, deadline)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, r.Orders...)
+		ReleaseRequest(r)
+		return dst, nil
+	}
+	// Every market shard, in parallel: submit all, then wait for all.
+	reqs := make([]*Request, 0, n.nMarket)
+	var err error
+	for i := 0; i < n.nMarket; i++ {
+		r := AcquireRequest()
+		r.Cmd, r.Query = c, QueryOpenOrders
+		if e := n.push(n.shards[i], r); e != nil {
+			ReleaseRequest(r)
+			err = e
+			break
+		}
+		reqs = append(reqs, r)
+	}
+	start := len(dst)
+	for _, r := range reqs {
+		if e := r.Wait(deadline); e != nil {
+			if err == nil {
+				err = e
+			}
+		} else if err == nil {
+			dst = append(dst, r.Orders...)
+		}
+		ReleaseRequest(r)
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	engine.SortOrders(dst[start:])
+	return dst, nil
+}
+
+// Order returns u's order in m by id (or client id when orderID is 0):
+// working orders from the shard, finished ones from history.
+func (n *Node) Order(u engine.UserIdx, uid int64, m engine.MarketID, orderID int64, cid []byte, deadline time.Time) (engine.OrderView, bool, error) {
+	c := engine.Cmd{User: u, UID: uid, Market: m, OrderID: orderID}
+	if orderID == 0 && !c.Text.Set(cid) {
+		return engine.OrderView{}, false, nil
+	}
+	r, err := n.query(QueryOrder, c, deadline)
+	if err != nil {
+		return engine.OrderView{}, false, err
+	}
+	v, ok := r.Order, r.HasOrder
+	ReleaseRequest(r)
+	if ok {
+		return v, true, nil
+	}
+	// Not working: finished orders are in history, which the query's sync
+	// has made complete up to it.
+	return n.store.Order(uid, m, orderID, cid)
+}
+
+// Depth returns up to limit levels per side of m, best first, and the last price.
+func (n *Node) Depth(m engine.MarketID, limit int, deadline time.Time, bids, asks []engine.Level) ([]engine.Level, []engine.Level, engine.Price, error) {
+	r, err := n.query(QueryDepth, engine.Cmd{Market: m, Qty: engine.Qty(limit)}, deadline)
+	if err != nil {
+		return bids, asks, 0, err
+	}
+	bids = append(bids, r.Bids...)
+	asks = append(asks, r.Asks...)
+	last := r.Last
+	ReleaseRequest(r)
+	return bids, asks, last, nil
+}
+
+// AllOrders returns u's (uid's) orders in m created within [startMs,
+// endMs], oldest first (id order, which is creation order: ids and batch
+// times both grow along a market's shard), skipping offset and returning
+// at most limit: the working ones from the shard merged with the finished
+// ones from history. The shard answers after every earlier batch is
+// durable, so an order that finished before the answer has its row; one
+// that finished since is in both, and its row (the later state) wins.
+func (n *Node) AllOrders(u engine.UserIdx, uid int64, m engine.MarketID, startMs, endMs int64, offset, limit int, deadline time.Time, dst []engine.OrderView) ([]engine.OrderView, error) {
+	if limit <= 0 || endMs < startMs {
+		return dst, nil
+	}
+	r, err := n.query(QueryOpenOrders, engine.Cmd{User: u, UID: uid, Market: m}, deadline)
+	if err != nil {
+		return dst, err
+	}
+	defer ReleaseRequest(r)
+	if testAfterWorking != nil {
+		testAfterWorking()
+	}
+	working := r.Orders
+	emit := func(o *engine.OrderView) bool { // false once limit is reached
+		if o.TimeMs < startMs || o.TimeMs > endMs {
+			return true
+		}
+		if offset > 0 {
+			offset--
+			return true
+		}
+		dst = append(dst, *o)
+		limit--
+		return limit > 0
+	}
+	err = n.store.FinishedOrders(uid, m, startMs, endMs, func(h *engine.OrderView) bool {
+		for ; len(working) > 0 && working[0].OrderID <= h.OrderID; working = working[1:] {
+			if working[0].OrderID != h.OrderID && !emit(&working[0]) {
+				return false
+			}
+		}
+		return emit(h)
+	})
+	for ; err == nil && limit > 0 && len(working) > 0; working = working[1:] {
+		emit(&working[0])
+	}
+	return dst, err
+}
+
+// testAfterWorking, when set (tests only), runs in AllOrders between the
+// shard's answer and the read of history.
+var testAfterWorking func()
+
+// Close stops accepting, drains every ring, writes a snapshot and closes
+// the store.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.closed.Store(true)
+		for n.submitters.Load() != 0 { // pushes that passed the check
+			runtime.Gosched()
+		}
+		close(n.stopSnap)
+		n.barMu.Lock()
+		if err := n.snapshotLocked(); err != nil {
+			n.log.Error("core: snapshot at close", "err", err)
+		}
+		for _, s := range n.shards {
+			r := &Request{}
+			r.rt.op = opStop
+			for !s.q.push(r) {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		n.barMu.Unlock()
+		n.wg.Wait()
+		n.committer.close()
+		n.closeErr = n.store.Close()
+	})
+	return n.closeErr
+}
+
+// Start opens the store jo, loads it (lo) and starts a node on it (o):
+// the whole start-up of a data directory. OnAddUser, when set in o, is
+// used for the load too.
+func Start(jo journal.Options, lo journal.LoadOptions, o Options) (*Node, error) {
+	if jo.Logger == nil {
+		jo.Logger = o.Logger
+	}
+	if lo.OnAddUser == nil {
+		lo.OnAddUser = o.OnAddUser
+	}
+	store, err := journal.Open(jo)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Load(lo)
+	if err == nil {
+		var n *Node
+		if n, err = Open(store, st, o); err == nil {
+			return n, nil
+		}
+	}
+	store.Close()
+	return nil, err
+}

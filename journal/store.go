@@ -1,0 +1,329 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	pebblerecord "github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weexcore/exchange/internal/walio"
+)
+
+var (
+	// ErrCorrupt marks damage found in the data directory: a record, a
+	// history row, a snapshot or a Pebble file that fails its checks.
+	ErrCorrupt = errors.New("journal: corrupt data")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("journal: closed")
+)
+
+// Options configures Open.
+type Options struct {
+	Dir      string
+	ReadOnly bool         // audit: open, replay, never write
+	Tuning   walio.Tuning // storage tunings (not used read-only)
+	Logger   *slog.Logger // nil: discard
+}
+
+// Store is one data directory: a Pebble DB holding the journal records,
+// the history rows, the snapshots and the meta (docs/JOURNAL.md).
+type Store struct {
+	dir      string
+	readOnly bool
+	log      *slog.Logger
+	fs       *walio.FS // nil when read-only
+
+	mu sync.RWMutex // guards db against Close for readers
+	db *pebble.DB
+
+	metaMu sync.Mutex // guards meta
+	meta   *meta      // as stored
+	fresh  bool       // this Open created the directory's meta
+
+	snapNo uint64 // number of the newest snapshot (one writer: the snapshot coordinator)
+
+	replayed  int           // commands Load replayed
+	replayDur time.Duration // and how long loading and replaying took
+
+	stopWatch chan struct{}
+	watchWG   sync.WaitGroup
+}
+
+// memTableSize is Pebble's MemTableSize: a drained batch of 4096 commands
+// with its history rows is a few MB, and with Pebble's 4 MB default each
+// such batch would be flushed to L0 on its own.
+const memTableSize = 64 << 20
+
+// Open opens (or, unless read-only, creates) the data directory o.Dir.
+func Open(o Options) (*Store, error) {
+	if o.Dir == "" {
+		return nil, errors.New("journal: no directory")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{dir: o.Dir, readOnly: o.ReadOnly, log: log}
+	_, err := os.Stat(o.Dir)
+	exists := err == nil
+	if !exists && o.ReadOnly {
+		return nil, fmt.Errorf("journal: %s does not exist", o.Dir)
+	}
+	if exists {
+		if err := checkWALs(o.Dir); err != nil {
+			return nil, err
+		}
+	}
+	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: pebbleLogger{log},
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: 4,
+		L0StopWritesThreshold:       24,
+	}
+	if !o.ReadOnly {
+		// WAL sync chunks record in each chunk how far the WAL was synced,
+		// so recovery can tell a torn tail (never acknowledged: dropped)
+		// from a corrupt chunk followed by synced ones (refused). Without
+		// them Pebble ends the log silently at the first bad chunk.
+		// FormatValueSeparation comes after FormatWALSyncChunks.
+		//
+		// Journal records and history blocks are large values written
+		// once: kept in blob files, compactions move their references
+		// instead of rewriting them.
+		po.FormatMajorVersion = pebble.FormatValueSeparation
+		po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+			return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 1024, MaxBlobReferenceDepth: 10,
+				RewriteMinimumAge: 10 * time.Minute, TargetGarbageRatio: 1}
+		}
+		po.EventListener = storageEvents(log)
+		if err := s.openFS(po, o.Tuning); err != nil {
+			return nil, err
+		}
+	}
+	db, err := pebble.Open(o.Dir, po)
+	if err != nil {
+		s.closeFS()
+		return nil, wrapPebble(fmt.Sprintf("open %s", o.Dir), err)
+	}
+	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
+		// A new DB is created at an old format and ratcheted up, so its
+		// first WAL lacks sync chunks: reopen to start a WAL that has them.
+		if _, c, err := db.Get([]byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
+			db.Close()
+			s.closeFS()
+			if err := s.openFS(po, o.Tuning); err != nil {
+				return nil, err
+			}
+			if db, err = pebble.Open(o.Dir, po); err != nil {
+				s.closeFS()
+				return nil, wrapPebble(fmt.Sprintf("open %s", o.Dir), err)
+			}
+		} else if err == nil {
+			c.Close()
+		}
+	}
+	s.db = db
+	if s.fs != nil {
+		s.stopWatch = make(chan struct{})
+		s.watchWG.Add(1)
+		go s.watchBacklog()
+	}
+	return s, nil
+}
+
+// testMaxSpare, when set (tests only), caps the WAL spares' size.
+var testMaxSpare int64
+
+// openFS makes Pebble write through walio's FS with the tunings t.
+func (s *Store) openFS(po *pebble.Options, t walio.Tuning) error {
+	maxSpare := int64(memTableSize)
+	if testMaxSpare > 0 {
+		maxSpare = testMaxSpare
+	}
+	fs, err := walio.New(vfs.Default, s.dir, maxSpare, t, s.log)
+	if err != nil {
+		return fmt.Errorf("journal: storage in %s: %w", s.dir, err)
+	}
+	s.fs, po.FS = fs, fs
+	return nil
+}
+
+func (s *Store) closeFS() {
+	if s.fs != nil {
+		s.fs.Close()
+		s.fs = nil
+	}
+}
+
+// wrapPebble wraps a Pebble error, marking its corruption errors (a bad
+// block or table, a WAL chunk that fails its checksum before the end)
+// with ErrCorrupt.
+func wrapPebble(what string, err error) error {
+	if errors.Is(err, pebble.ErrCorruption) || errors.Is(err, pebblerecord.ErrInvalidChunk) ||
+		errors.Is(err, pebblerecord.ErrZeroedChunk) || errors.Is(err, pebblerecord.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
+	}
+	return fmt.Errorf("journal: %s: %w", what, err)
+}
+
+// Dir returns the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// ReadOnly reports whether the store was opened read-only.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// Serving tells the storage tunings that the node serves (pacing on) or
+// not (replay, close: full speed).
+func (s *Store) Serving(on bool) {
+	if s.fs != nil {
+		s.fs.Serving(on)
+	}
+}
+
+// watchBacklog samples the memtables' size and L0's depth for the table
+// pacer (walio) until the store closes.
+func (s *Store) watchBacklog() {
+	defer s.watchWG.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopWatch:
+			return
+		case <-t.C:
+		}
+		if !s.mu.TryRLock() { // closing: Close holds it and waits for this goroutine
+			continue
+		}
+		if s.db != nil {
+			m := s.db.Metrics()
+			s.fs.SetBacklog(int(m.Levels[0].Sublevels), int((m.MemTable.Size+memTableSize-1)/memTableSize))
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// Close flushes the memtable (so the next Open, or an audit, need not
+// replay up to 64 MB of WAL before the journal) and closes the DB.
+func (s *Store) Close() error {
+	if s.stopWatch != nil {
+		close(s.stopWatch)
+		s.watchWG.Wait()
+		s.stopWatch = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	if !s.readOnly {
+		s.Serving(false) // nothing left to make room for
+		if err := s.db.Flush(); err != nil {
+			s.log.Warn("journal: flush at close", "err", err)
+		}
+	}
+	err := s.db.Close()
+	s.db = nil
+	s.closeFS()
+	if err != nil {
+		return wrapPebble("close", err)
+	}
+	return nil
+}
+
+// Batch is one atomic write of journal records and history rows, made
+// durable by Commit (or a Group's).
+type Batch struct{ b *pebble.Batch }
+
+// NewBatch returns an empty batch. It keeps its buffer across Reset (up
+// to 64 MB): a drained batch of commands is megabytes.
+func (s *Store) NewBatch() *Batch {
+	return &Batch{s.db.NewBatch(pebble.WithInitialSizeBytes(256<<10), pebble.WithMaxRetainedSizeBytes(64<<20))}
+}
+
+// Commit writes b and syncs the WAL.
+func (b *Batch) Commit() error {
+	if err := b.b.Commit(pebble.Sync); err != nil {
+		return wrapPebble("commit", err)
+	}
+	return nil
+}
+
+// Reset empties b for reuse.
+func (b *Batch) Reset() { b.b.Reset() }
+
+// Close releases b.
+func (b *Batch) Close() { b.b.Close() }
+
+// Keys returns how many keys b writes, and Bytes its encoded size.
+func (b *Batch) Keys() uint32 { return b.b.Count() }
+func (b *Batch) Bytes() int   { return b.b.Len() }
+
+// Group commits several batches with one sync (group commit).
+type Group struct{ merged *pebble.Batch }
+
+// NewGroup returns a Group; one goroutine uses it at a time.
+func (s *Store) NewGroup() *Group { return &Group{s.db.NewBatch()} }
+
+// Commit writes every batch of bs atomically and syncs the WAL once.
+func (g *Group) Commit(bs []*Batch) error {
+	if len(bs) == 1 {
+		return bs[0].Commit()
+	}
+	g.merged.Reset()
+	for _, b := range bs {
+		if err := g.merged.Apply(b.b, nil); err != nil {
+			return wrapPebble("commit", err)
+		}
+	}
+	if err := g.merged.Commit(pebble.Sync); err != nil {
+		return wrapPebble("commit", err)
+	}
+	return nil
+}
+
+// Close releases g.
+func (g *Group) Close() { g.merged.Close() }
+
+// storageEvents logs Pebble's background work that competes with the
+// shards' syncs for the disk and the CPU (flushes, compactions, write
+// stalls, slow disk operations, WAL files created and deleted), so that
+// an operator can set a latency spike against them.
+func storageEvents(log *slog.Logger) *pebble.EventListener {
+	ev := func(msg string) func(fmt.Stringer) {
+		return func(i fmt.Stringer) { log.Info("journal: pebble: "+msg, "event", i.String()) }
+	}
+	flush, compaction, stall, slow, created, deleted := ev("flush"), ev("compaction"), ev("write stall"), ev("disk slow"), ev("wal created"), ev("wal deleted")
+	return &pebble.EventListener{
+		FlushEnd: func(i pebble.FlushInfo) {
+			if i.Err == nil || !strings.Contains(i.Err.Error(), "empty table") { // nothing to flush: not news
+				flush(i)
+			}
+		},
+		CompactionEnd:   func(i pebble.CompactionInfo) { compaction(i) },
+		WriteStallBegin: func(i pebble.WriteStallBeginInfo) { stall(i) },
+		WriteStallEnd:   func() { log.Info("journal: pebble: write stall ending") },
+		DiskSlow:        func(i pebble.DiskSlowInfo) { slow(i) },
+		WALCreated:      func(i pebble.WALCreateInfo) { created(i) },
+		WALDeleted:      func(i pebble.WALDeleteInfo) { deleted(i) },
+	}
+}
+
+// pebbleLogger routes Pebble's errors to the store's logger.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {}
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error("journal: pebble: " + fmt.Sprintf(format, args...))
+}
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := "journal: pebble: " + fmt.Sprintf(format, args...)
+	l.log.Error(msg)
+	panic(msg)
+}

@@ -1,0 +1,62 @@
+package journal
+
+import (
+	"github.com/weexcore/exchange/engine"
+)
+
+// Writer builds one shard's journal record and history rows, one batch of
+// commands at a time: Begin, Add each applied command, Finish into the
+// Batch that commits them. A shard owns its Writer.
+type Writer struct {
+	shard    int
+	rec      []byte
+	hist     *histBatch
+	key, val []byte // scratch
+	first    uint64
+	timeMs   int64
+	count    int
+
+	// NoHistory skips the history rows (benchmarks: what the journal
+	// record alone costs).
+	NoHistory bool
+}
+
+// NewWriter returns the Writer of shard.
+func NewWriter(shard int) *Writer {
+	return &Writer{shard: shard, hist: newHistBatch()}
+}
+
+// Begin starts the record of the batch whose first command has seq
+// firstSeq, all at timeMs.
+func (w *Writer) Begin(firstSeq uint64, timeMs int64) {
+	w.first, w.timeMs, w.count = firstSeq, timeMs, 0
+	w.rec = appendRecordHeader(w.rec[:0], w.shard, firstSeq, timeMs)
+	w.hist.reset()
+}
+
+// Add records c, applied with seq first+Count() and producing o: its
+// encoding (with its recorded decisions) in the record, its events in the
+// history rows, and the registration row of a user it added (into b).
+func (w *Writer) Add(b *Batch, c *engine.Cmd, o *engine.Out) {
+	w.rec = appendCmd(w.rec, c)
+	if !w.NoHistory {
+		w.hist.add(c, o, uint64(w.count))
+		if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {
+			w.key = userKey(w.key[:0], c.User)
+			w.val = appendCmd(w.val[:0], c)
+			b.b.Set(w.key, w.val, nil)
+		}
+	}
+	w.count++
+}
+
+// Count returns how many commands the record holds so far.
+func (w *Writer) Count() int { return w.count }
+
+// Finish writes the batch's history rows and its record into b.
+func (w *Writer) Finish(b *Batch) {
+	w.rec = finishRecord(w.rec, w.count)
+	w.key, w.val = w.hist.write(b.b, w.shard, w.first, w.timeMs, w.key, w.val)
+	w.key = journalKey(w.key[:0], w.shard, w.first)
+	b.b.Set(w.key, w.rec, nil)
+}
