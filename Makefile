@@ -49,7 +49,7 @@ test-short:
 SOAK_ITERS ?= 50
 FUZZTIME   ?= 3m
 soak:
-	JOURNAL_CRASH_ITERS=$(SOAK_ITERS) $(GO) test $(GOFLAGS) -tags invariants -count=1 -run '^TestCrash$$' -timeout 120m ./journal/
+	JOURNAL_CRASH_ITERS=$(SOAK_ITERS) $(GO) test $(GOFLAGS) -tags invariants -count=1 -run '^TestCrash$$' -timeout 120m ./core/
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzEngine $(FUZZTIME)
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzParseFixed $(FUZZTIME)
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzAppendFixed $(FUZZTIME)

@@ -2,7 +2,7 @@
 // bounded lock-free ring in front of it (ring.go) and the journal behind
 // it (package journal). The edge submits pooled Requests and waits for
 // them; a request is answered only once the journal batch holding its
-// command is synced (docs/DESIGN.md, "Ack after sync").
+// command is synced (docs/DESIGN.md, "The path of one order").
 //
 // # Shards
 //

@@ -48,7 +48,7 @@ type Options struct {
 }
 
 // Query selects a read that runs inside a shard, answered after the sync
-// that covers every command before it (docs/DESIGN.md, "Ack after sync").
+// that covers every command before it (docs/DESIGN.md, "The path of one order").
 type Query uint8
 
 const (
