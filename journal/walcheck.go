@@ -42,7 +42,7 @@ func checkWALs(dir string) error {
 func checkWAL(name string, num uint32, buf []byte) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return fmt.Errorf("journal: %v", err)
+		return fmt.Errorf("journal: %w", err)
 	}
 	defer f.Close()
 	bad := -1
@@ -58,7 +58,7 @@ func checkWAL(name string, num uint32, buf []byte) error {
 	for off := 0; ; off += walBlockSize {
 		n, err := io.ReadFull(f, buf)
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			return fmt.Errorf("journal: %s: %v", name, err)
+			return fmt.Errorf("journal: %s: %w", name, err)
 		}
 		if n == 0 || !walBlock(buf[:n], off, check) || err != nil { // err: a short last block, checked
 			break

@@ -102,7 +102,7 @@ func run(dir string, full bool, tradesPath, billsPath string, csv, verbose bool)
 		return err
 	}
 	if violation != nil {
-		return fmt.Errorf("invariant violated: %v", violation)
+		return fmt.Errorf("invariant violated: %w", violation)
 	}
 	return nil
 }
