@@ -17,8 +17,9 @@
 // commands live (package core). The byte formats, keys and their versions
 // are in docs/JOURNAL.md.
 //
-// Damage is refused, not skipped: a record, row, snapshot or Pebble file
-// that fails its checks yields an error that matches ErrCorrupt, except a
-// torn last record of a shard (a batch that was never acknowledged),
-// which Load cuts off with a log line.
+// Damage is refused, not skipped: a WAL chunk, record, row, snapshot or
+// Pebble file that fails its checks yields an error that matches
+// ErrCorrupt. The one exception is a WAL's torn tail, a write cut short by
+// a crash and so never acknowledged, which Pebble drops and Open logs
+// (walcheck.go).
 package journal

@@ -213,8 +213,9 @@ func (s *Store) Replayed() (int, time.Duration) { return s.replayed, s.replayDur
 const replayProgress = 1 << 22
 
 // replay applies shard's journal from seq from on to its engine. A record
-// that fails its checks is cut off if it is the shard's last one (a batch
-// that never finished), and refused anywhere else.
+// that fails its checks is refused wherever it is: Pebble writes a batch
+// atomically (a torn write is dropped with the WAL's tail, checkWALs), so
+// a bad record is damage, never a batch cut short.
 func (s *Store) replay(st *State, shard int, from uint64, onAddUser func(*engine.Cmd)) (int, error) {
 	t0 := time.Now()
 	e := st.Engines[shard]
@@ -243,19 +244,7 @@ func (s *Store) replay(st *State, shard int, from uint64, onAddUser func(*engine
 			cmds, err = decodeRecord(v, shard, seq, cmds[:0])
 		}
 		if err != nil {
-			k := append([]byte(nil), key...)
-			if it.Next() {
-				return n, fmt.Errorf("%w: shard %d: record at seq %d: %w", ErrCorrupt, shard, seq, err)
-			}
-			if s.readOnly {
-				s.log.Warn("journal: ignoring torn record (read-only)", "shard", shard, "seq", seq, "err", err)
-			} else {
-				s.log.Warn("journal: cutting torn record", "shard", shard, "seq", seq, "err", err)
-				if err := s.db.Delete(k, pebble.Sync); err != nil {
-					return n, wrapPebble(fmt.Sprintf("shard %d: cut record at seq %d", shard, seq), err)
-				}
-			}
-			break
+			return n, fmt.Errorf("%w: shard %d: record at seq %d: %w", ErrCorrupt, shard, seq, err)
 		}
 		timeMs := int64(le.Uint64(v[16:]))
 		for i := range cmds {

@@ -77,7 +77,7 @@ func Open(o Options) (*Store, error) {
 		return nil, fmt.Errorf("journal: %s does not exist", o.Dir)
 	}
 	if exists {
-		if err := checkWALs(o.Dir); err != nil {
+		if err := checkWALs(o.Dir, log); err != nil {
 			return nil, err
 		}
 	}
