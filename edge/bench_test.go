@@ -10,17 +10,19 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/weexcore/exchange/config"
 )
 
 // openTestServer opens a server on the embedded demo config in a temp dir
 // (real journal, no listeners), rate limits on with budgets never reached.
 func openTestServer(tb testing.TB) *Server {
 	tb.Helper()
-	cfg, err := ParseConfig(DefaultConfig)
+	cfg, err := config.ParseConfig(config.Default)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.RateLimits = RateLimits{IPWeight: 1 << 60, UIDWeight: 1 << 60, Enabled: true}
+	cfg.RateLimits = config.RateLimits{IPWeight: 1 << 60, UIDWeight: 1 << 60, Enabled: true}
 	s, close := openServer(tb, cfg, tb.TempDir())
 	tb.Cleanup(close)
 	return s

@@ -4,13 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/journal"
 )
 
 // openServer starts the edge for cfg on a node over dir (no listeners),
 // as cmd/exchanged wires them; close stops both.
-func openServer(tb testing.TB, cfg *Config, dir string) (s *Server, close func()) {
+func openServer(tb testing.TB, cfg *config.Config, dir string) (s *Server, close func()) {
 	tb.Helper()
 	s, err := New(Options{Config: cfg})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/engine"
 )
 
@@ -26,7 +27,7 @@ func FuzzDecodeOrder(f *testing.F) {
 	for _, s := range []string{`{"symbol":"BTCUSDT","side":"BUY"}`, `{`, `{"a":[1,2,{"b":null}]}`, `"x"`, `{"s":"\ud83d\ude00"}`} {
 		f.Add([]byte(s))
 	}
-	cfg, _ := ParseConfig(DefaultConfig)
+	cfg, _ := config.ParseConfig(config.Default)
 	_, specs, _ := cfg.EngineSpecs()
 	m := &market{spec: specs[0]}
 	c := &cred{}

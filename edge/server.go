@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/journal"
@@ -19,7 +20,7 @@ import (
 
 // Options configures New.
 type Options struct {
-	Config      *Config
+	Config      *config.Config
 	AdminToken  string        // "": the config's admin_token
 	RecvWindow  time.Duration // accepted |now - ACCESS-TIMESTAMP|; 0: 30 s
 	WaitTimeout time.Duration // longest wait for a command to be durable; 0: 5 s
@@ -45,7 +46,7 @@ const noUser = ^engine.UserIdx(0)
 // Server is the REST edge: routing, authentication, rate limits, request
 // decoding and response encoding around a journal.Node.
 type Server struct {
-	cfg          *Config
+	cfg          *config.Config
 	node         *core.Node
 	store        *journal.Store // node's: history reads
 	keys         *keyTable
@@ -73,7 +74,7 @@ type Server struct {
 
 type market struct {
 	spec *engine.MarketSpec
-	cfg  *SpotConfig
+	cfg  *config.SpotConfig
 	info []byte // the exchangeInfo record, precomputed
 }
 

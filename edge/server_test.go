@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 	"github.com/weexcore/exchange/journal"
@@ -14,7 +15,7 @@ import (
 // stays "seeding") credits the rest on the next start, and nothing twice;
 // starts after that credit nothing.
 func TestSeedingResumesAfterCrash(t *testing.T) {
-	cfg, err := ParseConfig(DefaultConfig)
+	cfg, err := config.ParseConfig(config.Default)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package edge
 import (
 	"testing"
 	"time"
+
+	"github.com/weexcore/exchange/config"
 )
 
 // TestShutdownRightAfterServe stops the server as a signal right after
@@ -11,7 +13,7 @@ import (
 // starts after it would accept forever. exchanged once hung 30 s so
 // (TestSysmonSetting, on a fresh clone).
 func TestShutdownRightAfterServe(t *testing.T) {
-	cfg, err := ParseConfig(DefaultConfig)
+	cfg, err := config.ParseConfig(config.Default)
 	if err != nil {
 		t.Fatal(err)
 	}

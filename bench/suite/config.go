@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/weexcore/exchange/bench/load"
-	"github.com/weexcore/exchange/edge"
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/engine"
 )
 
@@ -13,14 +13,14 @@ import (
 // rate limits disabled, no configured users (the generator creates its own
 // through the admin API). It is built from the server's own config types.
 func ServerConfig(markets []load.Market, adminToken string) ([]byte, error) {
-	cfg := edge.Config{
+	cfg := config.Config{
 		AdminToken: adminToken,
 		FeeUID:     1,
 		// Disabled, and huge in case a server ignores the switch: the
 		// benchmark measures the order path, not the limiter's refusals.
-		RateLimits: edge.RateLimits{IPWeight: 1 << 40, UIDWeight: 1 << 40, Enabled: false},
+		RateLimits: config.RateLimits{IPWeight: 1 << 40, UIDWeight: 1 << 40, Enabled: false},
 		Contracts:  []any{},
-		Users:      []edge.UserConfig{},
+		Users:      []config.UserConfig{},
 	}
 	seen := map[string]bool{}
 	addCoin := func(name string) {
@@ -28,9 +28,9 @@ func ServerConfig(markets []load.Market, adminToken string) ([]byte, error) {
 			return
 		}
 		seen[name] = true
-		cfg.Coins = append(cfg.Coins, edge.CoinConfig{Coin: name, Name: name, CoinID: int64(len(cfg.Coins) + 1),
+		cfg.Coins = append(cfg.Coins, config.CoinConfig{Coin: name, Name: name, CoinID: int64(len(cfg.Coins) + 1),
 			Scale: 8, DepositAllEnable: true, WithdrawAllEnable: true,
-			NetworkList: []edge.NetworkConfig{{Network: name, IsDefault: true, DepositEnable: true,
+			NetworkList: []config.NetworkConfig{{Network: name, IsDefault: true, DepositEnable: true,
 				WithdrawEnable: true, WithdrawFee: "0", WithdrawMin: "0", WithdrawIntegerMultiple: "0.00000001",
 				MinConfirm: 1, DepositDust: "0"}}})
 	}
@@ -38,7 +38,7 @@ func ServerConfig(markets []load.Market, adminToken string) ([]byte, error) {
 		addCoin(m.Quote)
 		addCoin(m.Base)
 		big := load.FormatFixed(m.MaxQty*100, m.StepDecimals)
-		cfg.Spot = append(cfg.Spot, edge.SpotConfig{
+		cfg.Spot = append(cfg.Spot, config.SpotConfig{
 			SpotConfig: engine.SpotConfig{Symbol: m.Symbol, BaseAsset: m.Base, QuoteAsset: m.Quote,
 				TickSize: m.TickSize(), StepSize: m.StepSize(),
 				MinTradeAmount: load.FormatFixed(m.MinQty, m.StepDecimals), MaxTradeAmount: big,

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/weexcore/exchange/bench/load"
-	"github.com/weexcore/exchange/edge"
+	"github.com/weexcore/exchange/config"
 )
 
 // The benchmark's config must be one the server accepts, with rate limits
@@ -14,9 +14,9 @@ func TestServerConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := edge.ParseConfig(b)
+	c, err := config.ParseConfig(b)
 	if err != nil {
-		t.Fatalf("edge.ParseConfig: %v\n%s", err, b)
+		t.Fatalf("config.ParseConfig: %v\n%s", err, b)
 	}
 	if c.RateLimits.Enabled {
 		t.Errorf("rate limits enabled, want disabled")

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/edge"
 	"github.com/weexcore/exchange/internal/affinity"
@@ -69,7 +70,7 @@ func main() {
 	if *cpus != "" {
 		logger.Printf("cpus %s: %d Go processors", *cpus, runtime.GOMAXPROCS(0))
 	}
-	cfg, err := edge.LoadConfig(*configPath)
+	cfg, err := config.LoadConfig(*configPath)
 	if err != nil {
 		logger.Fatal(err)
 	}

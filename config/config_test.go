@@ -1,4 +1,4 @@
-package edge
+package config
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestDefaultConfig(t *testing.T) {
-	c, err := ParseConfig(DefaultConfig)
+	c, err := ParseConfig(Default)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +16,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	base := string(DefaultConfig)
+	base := string(Default)
 	for _, tc := range []struct {
 		edit func(string) string
 		want string
@@ -24,10 +24,16 @@ func TestConfigErrors(t *testing.T) {
 		{func(s string) string {
 			return strings.Replace(s, `"tickSize": "0.01", "stepSize": "0.000001"`, `"tikSize": "0.01", "stepSize": "0.000001"`, 1)
 		}, "config: spot[0].tikSize: unknown key"},
+		{func(s string) string { return strings.Replace(s, `"tickSize": "0.01"`, `"tickSizee": "0.01"`, 1) }, "config: spot[0].tickSizee: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"fee_uid": 1,`, `"fee_uid": 1, "extra": true,`, 1) }, "config: extra: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"enabled": true`, `"enabled": true, "burst": 1`, 1) }, "config: rate_limits.burst: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"minConfirm": 2`, `"minConfirms": 2`, 1) }, "config: coins[0].networkList[0].minConfirms: unknown key"},
+		// goccy/go-json names "referrerUid" here: its key is not trusted
 		{func(s string) string { return strings.Replace(s, `"referrerUid": 0,`, `"referrer": 0,`, 1) }, "config: users[0].referrer: unknown key"},
+		{func(s string) string {
+			return strings.Replace(s, `"passphrase": "demo-pass2",`, `"passphrase": "demo-pass2", "apikey2": {"a": [1, {"b": 2}]},`, 1)
+		}, "config: users[1].apikey2: unknown key"},
+		{func(s string) string { return strings.Replace(s, `"scale": 8`, `"scale": "8"`, 1) }, "config: coins[0].scale: "},
 		{func(s string) string { return strings.Replace(s, `"baseAsset": "BTC"`, `"baseAsset": "XBT"`, 1) }, "config: spot[0].baseAsset: unknown coin"},
 		{func(s string) string { return strings.Replace(s, `"tickSize": "0.01"`, `"tickSize": "-1"`, 1) }, "tickSize"},
 		{func(s string) string { return strings.Replace(s, `"USDT": "1000000"`, `"USDT": "1e6"`, 1) }, "deposits.USDT"},
@@ -35,11 +41,33 @@ func TestConfigErrors(t *testing.T) {
 			return strings.Replace(s, `"apiKey": "weex_demo_key2"`, `"apiKey": "weex_demo_key"`, 1)
 		}, "users[1]"},
 		{func(s string) string { return s[:len(s)-10] }, "invalid JSON"},
+		{func(s string) string { return s + ` {}` }, "invalid JSON: data after the top-level object"},
 		{func(s string) string { return strings.Replace(s, `"contracts": []`, `"contracts": [{}]`, 1) }, "contracts"},
 	} {
 		_, err := ParseConfig([]byte(tc.edit(base)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want an error containing %q", err, tc.want)
+		}
+	}
+}
+
+// TestKeyPath: the path of the last key before an offset, whatever the
+// whitespace, nesting and arrays of scalars before it.
+func TestKeyPath(t *testing.T) {
+	doc := `{ "a" : [ 1, [2, 3], {"b": {"c": null}} , { "d" :` + ` "x", "e" : true } ], "f": {} }`
+	for _, tc := range []struct {
+		after string // the offset is just past this
+		want  string
+	}{
+		{`{ "a" :`, "a"},
+		{`"c":`, "a[2].b.c"},
+		{`"d" :`, "a[3].d"},
+		{`"e" :`, "a[3].e"},
+		{`"f":`, "f"},
+	} {
+		off := strings.Index(doc, tc.after) + len(tc.after)
+		if got := keyPath([]byte(doc), int64(off)); got != tc.want {
+			t.Errorf("keyPath after %q: got %q, want %q", tc.after, got, tc.want)
 		}
 	}
 }

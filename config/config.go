@@ -1,26 +1,30 @@
-package edge
+// Package config is the server's configuration file: its types, their
+// validation, and the embedded demo configuration (docs/API.md,
+// "Configuration"). It knows the engine's types and nothing of the
+// runtime, so the edge, the server command and the benchmark share it.
+package config
 
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
+	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"reflect"
-	"sort"
-	"strconv"
 	"strings"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/weexcore/exchange/engine"
 )
 
-// DefaultConfig is the embedded demo configuration (`make run`).
+// Default is the embedded demo configuration (`make run`).
 //
 //go:embed default.json
-var DefaultConfig []byte
+var Default []byte
 
-// Config is the server configuration file (SPEC §1). Unknown keys are an
-// error naming the key's path.
+// Config is the server configuration file. Unknown keys are an error
+// naming the key's path.
 type Config struct {
 	AdminToken string       `json:"admin_token"`
 	FeeUID     int64        `json:"fee_uid"`
@@ -33,7 +37,7 @@ type Config struct {
 	coinByName map[string]int // index into Coins
 }
 
-// RateLimits are the request weight budgets per 10 s window (SPEC §4).
+// RateLimits are the request weight budgets per 10 s window.
 type RateLimits struct {
 	IPWeight  int64 `json:"ip_weight_per_10s"`
 	UIDWeight int64 `json:"uid_weight_per_10s"`
@@ -93,33 +97,28 @@ type UserConfig struct {
 
 // LoadConfig reads a config file; an empty path means the embedded default.
 func LoadConfig(path string) (*Config, error) {
-	b := DefaultConfig
+	b := Default
 	if path != "" {
 		var err error
 		if b, err = os.ReadFile(path); err != nil {
-			return nil, fmt.Errorf("config: %v", err)
+			return nil, fmt.Errorf("config: %w", err)
 		}
 	}
 	return ParseConfig(b)
 }
 
-// ParseConfig parses and checks a config document.
+// ParseConfig parses and checks a config document. The decoder refuses
+// keys the types do not declare (matched as encoding/json matches them,
+// case-insensitively); the error names the key's path.
 func ParseConfig(b []byte) (*Config, error) {
-	var generic any
+	c := &Config{}
 	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(&generic); err != nil {
-		return nil, fmt.Errorf("config: invalid JSON: %v", err)
+	d.DisallowUnknownFields()
+	if err := d.Decode(c); err != nil {
+		return nil, decodeError(b, d.InputOffset(), err)
 	}
 	if d.More() {
-		return nil, fmt.Errorf("config: invalid JSON: data after the top-level object")
-	}
-	if err := checkKeys(generic, reflect.TypeOf(Config{}), ""); err != nil {
-		return nil, err
-	}
-	c := &Config{}
-	if err := json.Unmarshal(b, c); err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, errors.New("config: invalid JSON: data after the top-level object")
 	}
 	if err := c.check(); err != nil {
 		return nil, err
@@ -127,70 +126,95 @@ func ParseConfig(b []byte) (*Config, error) {
 	return c, nil
 }
 
-// checkKeys walks v (decoded generically) beside the Go type t and reports
-// the first object key t does not declare, with its path.
-func checkKeys(v any, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		switch t.Kind() {
-		case reflect.Struct:
-			fields := map[string]reflect.Type{}
-			collectFields(t, fields)
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				ft, ok := fields[k]
-				p := k
-				if path != "" {
-					p = path + "." + k
-				}
-				if !ok {
-					return fmt.Errorf("config: %s: unknown key", p)
-				}
-				if err := checkKeys(x[k], ft, p); err != nil {
-					return err
-				}
-			}
-		case reflect.Map:
-			for k, e := range x {
-				if err := checkKeys(e, t.Elem(), path+"."+k); err != nil {
-					return err
-				}
-			}
+// unknownField is how goccy/go-json words an unknown key. The error has
+// no type and no path, and its key is not reliable (a key that is a prefix
+// of a declared one is reported as the declared one: "referrer" as
+// "referrerUid"); but the decoder stops just past the unknown key's colon,
+// so keyPath finds the key and its path at that offset. TestConfigErrors
+// pins both.
+const unknownField = "json: unknown field "
+
+// decodeError turns a decoder error into a config error naming the path
+// of the key it is at, when the error tells where that is.
+func decodeError(doc []byte, off int64, err error) error {
+	if key, ok := strings.CutPrefix(err.Error(), unknownField); ok {
+		if p := keyPath(doc, off); p != "" {
+			return fmt.Errorf("config: %s: unknown key", p)
 		}
-	case []any:
-		if t.Kind() == reflect.Slice {
-			for i, e := range x {
-				if err := checkKeys(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
-					return err
-				}
-			}
+		return fmt.Errorf("config: %s: unknown key", strings.Trim(key, `"`))
+	}
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		if p := keyPath(doc, te.Offset); p != "" {
+			return fmt.Errorf("config: %s: %w", p, err)
+		}
+		return fmt.Errorf("config: %w", err)
+	case errors.As(err, &se):
+		if p := keyPath(doc, se.Offset); p != "" {
+			return fmt.Errorf("config: invalid JSON at %s: %w", p, err)
 		}
 	}
-	return nil
+	return fmt.Errorf("config: invalid JSON: %w", err)
 }
 
-func collectFields(t reflect.Type, dst map[string]reflect.Type) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			collectFields(f.Type, dst)
+// keyPath returns the path (spot[0].tickSize) of the last object key that
+// ends before off in doc, reading doc as tokens with the standard
+// library's decoder: it knows keys from values by the JSON alone, not by
+// the config's types.
+func keyPath(doc []byte, off int64) (path string) {
+	type level struct {
+		array   bool
+		wantKey bool   // object: the next token is a key or '}'
+		key     string // object: the current key
+		index   int    // array: the current element
+	}
+	var stack []level
+	valueDone := func() {
+		if n := len(stack); n > 0 && !stack[n-1].array {
+			stack[n-1].wantKey = true
+		}
+	}
+	d := stdjson.NewDecoder(bytes.NewReader(doc))
+	for {
+		t, err := d.Token()
+		if err != nil || d.InputOffset() >= off {
+			return path
+		}
+		if c, ok := t.(stdjson.Delim); ok && (c == '}' || c == ']') {
+			stack = stack[:len(stack)-1]
+			valueDone()
 			continue
 		}
-		if !f.IsExported() {
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			stack[n-1].key, _ = t.(string)
+			stack[n-1].wantKey = false
+			var b strings.Builder
+			for i, l := range stack {
+				switch {
+				case l.array:
+					fmt.Fprintf(&b, "[%d]", l.index)
+				case i > 0:
+					b.WriteString("." + l.key)
+				default:
+					b.WriteString(l.key)
+				}
+			}
+			path = b.String()
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
+		if n := len(stack); n > 0 && stack[n-1].array {
+			stack[n-1].index++
 		}
-		dst[name] = f.Type
+		switch t {
+		case stdjson.Delim('{'):
+			stack = append(stack, level{wantKey: true})
+		case stdjson.Delim('['):
+			stack = append(stack, level{array: true, index: -1})
+		default:
+			valueDone()
+		}
 	}
 }
 
@@ -281,7 +305,7 @@ func (c *Config) EngineSpecs() ([]engine.Coin, []*engine.MarketSpec, error) {
 		sp, err := engine.NewMarketSpec(engine.MarketID(i), s.SpotConfig,
 			coins[c.coinByName[s.BaseAsset]], coins[c.coinByName[s.QuoteAsset]])
 		if err != nil {
-			return nil, nil, fmt.Errorf("config: spot[%d]: %v", i, err)
+			return nil, nil, fmt.Errorf("config: spot[%d]: %w", i, err)
 		}
 		specs[i] = sp
 	}
