@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -65,6 +67,10 @@ func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID i
 		if id != c.ID {
 			return nil, fmt.Errorf("journal: coin %s has id %d in the journal, %d configured", c.Name, c.ID, id)
 		}
+		if now := coins[id].Scale; now != c.Scale {
+			return nil, fmt.Errorf("journal: coin %s: scale %d configured, but its stored amounts are at scale %d: "+
+				"a scale is fixed once a coin has data", c.Name, now, c.Scale)
+		}
 	}
 	mids := make(map[string]engine.MarketID, len(markets))
 	for _, s := range markets {
@@ -83,8 +89,40 @@ func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID i
 		if id != s.ID {
 			return nil, fmt.Errorf("journal: market %s has id %d in the journal, %d configured", s.Symbol, s.ID, id)
 		}
+		if err := sameScale(s, markets[id]); err != nil {
+			return nil, err
+		}
 	}
 	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: markets, Seeding: m.Seeding}, nil
+}
+
+// sameScale refuses a configured market whose stored integers would mean
+// something else: prices are stored in ticks, quantities in steps, amounts
+// at the coins' scales, so tickSize, stepSize and the two coins are fixed
+// once a market has data.
+func sameScale(stored, now *engine.MarketSpec) error {
+	field := ""
+	switch {
+	case now.Base != stored.Base:
+		field = "baseAsset"
+	case now.Quote != stored.Quote:
+		field = "quoteAsset"
+	case now.PriceDecimals != stored.PriceDecimals || now.TickUnits != stored.TickUnits:
+		field = "tickSize"
+	case now.QtyDecimals != stored.QtyDecimals || now.StepUnits != stored.StepUnits:
+		field = "stepSize"
+	case now.BasePerStep != stored.BasePerStep || now.QuotePerTickStep != stored.QuotePerTickStep || now.QuoteScale != stored.QuoteScale:
+		field = "the coins' scales"
+	default:
+		return nil
+	}
+	tick := func(s *engine.MarketSpec) string {
+		return string(engine.AppendFixed(nil, s.TickUnits, s.PriceDecimals))
+	}
+	step := func(s *engine.MarketSpec) string { return string(engine.AppendFixed(nil, s.StepUnits, s.QtyDecimals)) }
+	return fmt.Errorf("journal: market %s: %s differs from the journal's (stored tickSize %s, stepSize %s; configured %s, %s): "+
+		"its stored prices and quantities are in ticks and steps of the stored sizes, which are fixed once a market has data",
+		stored.Symbol, field, tick(stored), step(stored), tick(now), step(now))
 }
 
 func (m *meta) encode() []byte {
@@ -119,6 +157,51 @@ func (m *meta) replaySpecs(configured []*engine.MarketSpec) ([]*engine.MarketSpe
 		}
 	}
 	return out, changed
+}
+
+// markerName is a file written, and synced, once a directory's meta is
+// stored. A directory that has it but no meta has lost data (a damaged WAL
+// or table Pebble could not read): Load refuses it rather than start a
+// new exchange over it and credit the demo deposits again.
+const markerName = "EXCHANGE"
+
+const markerText = "This directory holds an exchange's journal (docs/JOURNAL.md).\n" +
+	"It is never started as a new exchange: without its meta, the server refuses it.\n"
+
+// hasMarker reports whether dir has the marker.
+func hasMarker(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, markerName))
+	return err == nil
+}
+
+// writeMarker writes the marker durably (file and directory entry).
+func writeMarker(dir string) error {
+	p := filepath.Join(dir, markerName)
+	f, err := os.Create(p + ".tmp")
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	_, err = f.WriteString(markerText)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(p+".tmp", p)
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(dir); err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("journal: marker: %w", err)
+	}
+	return nil
 }
 
 // readMeta returns the stored meta, or nil in a new directory.

@@ -91,6 +91,10 @@ func (s *Store) Load(o LoadOptions) (*State, error) {
 		return nil, err
 	}
 	if m == nil {
+		if hasMarker(s.dir) {
+			return nil, fmt.Errorf("%w: %s has held an exchange's state (its %s file says so) but Pebble found no meta in it: "+
+				"its data was lost (a WAL or table it could not read); restore it from a backup or a replica", ErrCorrupt, s.dir, markerName)
+		}
 		if s.readOnly {
 			return nil, fmt.Errorf("journal: %s holds no journal", s.dir)
 		}
@@ -142,6 +146,11 @@ func (s *Store) Load(o LoadOptions) (*State, error) {
 	if !s.readOnly {
 		if err := s.writeMeta(nm); err != nil {
 			return nil, err
+		}
+		if !hasMarker(s.dir) {
+			if err := writeMarker(s.dir); err != nil {
+				return nil, err
+			}
 		}
 	}
 	s.metaMu.Lock()
