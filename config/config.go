@@ -107,23 +107,33 @@ func LoadConfig(path string) (*Config, error) {
 	return ParseConfig(b)
 }
 
-// ParseConfig parses and checks a config document. The decoder refuses
-// keys the types do not declare (matched as encoding/json matches them,
-// case-insensitively); the error names the key's path.
+// ParseConfig parses and checks a config document.
 func ParseConfig(b []byte) (*Config, error) {
 	c := &Config{}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(c); err != nil {
-		return nil, decodeError(b, d.InputOffset(), err)
-	}
-	if d.More() {
-		return nil, errors.New("config: invalid JSON: data after the top-level object")
+	if err := Decode(b, c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.check(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Decode decodes doc, one JSON value, into v strictly, as the config and
+// the admin API's bodies are decoded: goccy/go-json's decoder refuses keys
+// that v's types do not declare (matched as encoding/json matches them,
+// case-insensitively), nothing may follow the value, and an error names
+// the path of the key it is at ("spot[0].tickSizee: unknown key").
+func Decode(doc []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return decodeError(doc, d.InputOffset(), err)
+	}
+	if d.More() {
+		return errors.New("invalid JSON: data after the top-level value")
+	}
+	return nil
 }
 
 // unknownField is how goccy/go-json words an unknown key. The error has
@@ -134,29 +144,29 @@ func ParseConfig(b []byte) (*Config, error) {
 // pins both.
 const unknownField = "json: unknown field "
 
-// decodeError turns a decoder error into a config error naming the path
-// of the key it is at, when the error tells where that is.
+// decodeError names the path of the key a decoder error is at, when the
+// error tells where that is.
 func decodeError(doc []byte, off int64, err error) error {
 	if key, ok := strings.CutPrefix(err.Error(), unknownField); ok {
 		if p := keyPath(doc, off); p != "" {
-			return fmt.Errorf("config: %s: unknown key", p)
+			return fmt.Errorf("%s: unknown key", p)
 		}
-		return fmt.Errorf("config: %s: unknown key", strings.Trim(key, `"`))
+		return fmt.Errorf("%s: unknown key", strings.Trim(key, `"`))
 	}
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
 		if p := keyPath(doc, te.Offset); p != "" {
-			return fmt.Errorf("config: %s: %w", p, err)
+			return fmt.Errorf("%s: %w", p, err)
 		}
-		return fmt.Errorf("config: %w", err)
+		return err
 	case errors.As(err, &se):
 		if p := keyPath(doc, se.Offset); p != "" {
-			return fmt.Errorf("config: invalid JSON at %s: %w", p, err)
+			return fmt.Errorf("invalid JSON at %s: %w", p, err)
 		}
 	}
-	return fmt.Errorf("config: invalid JSON: %w", err)
+	return fmt.Errorf("invalid JSON: %w", err)
 }
 
 // keyPath returns the path (spot[0].tickSize) of the last object key that

@@ -41,7 +41,7 @@ func TestConfigErrors(t *testing.T) {
 			return strings.Replace(s, `"apiKey": "weex_demo_key2"`, `"apiKey": "weex_demo_key"`, 1)
 		}, "users[1]"},
 		{func(s string) string { return s[:len(s)-10] }, "invalid JSON"},
-		{func(s string) string { return s + ` {}` }, "invalid JSON: data after the top-level object"},
+		{func(s string) string { return s + ` {}` }, "invalid JSON: data after the top-level value"},
 		{func(s string) string { return strings.Replace(s, `"contracts": []`, `"contracts": [{}]`, 1) }, "contracts"},
 	} {
 		_, err := ParseConfig([]byte(tc.edit(base)))

@@ -5,17 +5,19 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/weexcore/exchange/config"
 	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 )
 
-// The admin API (SPEC §1) is not a hot path: it decodes with encoding/json.
+// The admin API (SPEC §1) is not a hot path: it decodes with goccy/go-json
+// through config.Decode.
 
 func (s *Server) adminRouteTable() map[string]*route {
 	a := func(h handler) *endpoint { return &endpoint{h: h} }
@@ -68,15 +70,12 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(st.buf)
 }
 
+// decodeStrict decodes an admin body as the config is decoded
+// (config.Decode): unknown fields are refused by the decoder, and the
+// answer names the field.
 func decodeStrict(body []byte, v any) *apiError {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.DisallowUnknownFields()
-	d.UseNumber()
-	if err := d.Decode(v); err != nil {
-		return newErr(400, codeJSON, "invalid JSON request: "+err.Error())
-	}
-	if d.More() {
-		return errJSON
+	if err := config.Decode(body, v); err != nil {
+		return newErr(400, codeJSON, "invalid request body: "+err.Error())
 	}
 	return nil
 }
