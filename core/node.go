@@ -39,7 +39,12 @@ type Options struct {
 	RingSize         int           // slots per ring (power of two); 0: 4096
 	SnapshotEvery    int           // commands between snapshots; 0: 2,000,000
 	SnapshotInterval time.Duration // 0: 10 minutes
-	Logger           *slog.Logger  // nil: discard
+	// ScrubEvery is how often the store is read whole in the background,
+	// so that a damaged block is found before a client meets it
+	// (journal.Store.Scrub); the first scrub is one interval after Open.
+	// 0: 24 hours; negative: never.
+	ScrubEvery time.Duration
+	Logger     *slog.Logger // nil: discard
 
 	// OnAddUser is called on the ledger goroutine for every CmdAddUser
 	// applied live, once it is durable (Load calls it for the replayed
@@ -124,6 +129,10 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 	n.stopSnap = make(chan struct{})
 	n.wg.Add(1)
 	go n.snapshotter()
+	if o.ScrubEvery >= 0 {
+		n.wg.Add(1)
+		go n.scrubber()
+	}
 	store.Serving(true)
 	return n, nil
 }
@@ -377,6 +386,32 @@ func (n *Node) AllOrders(u engine.UserIdx, uid int64, m engine.MarketID, startMs
 		emit(&working[0])
 	}
 	return dst, err
+}
+
+// scrubRate paces the background scrub: a store's worth of reads spread
+// thin, so that it does not compete with the shards' syncs.
+const scrubRate = 8 << 20 // bytes per second
+
+// scrubber scrubs the store every ScrubEvery until the node closes.
+func (n *Node) scrubber() {
+	defer n.wg.Done()
+	every := n.opt.ScrubEvery
+	if every == 0 {
+		every = 24 * time.Hour
+	}
+	for {
+		select {
+		case <-n.stopSnap:
+			return
+		case <-time.After(every):
+		}
+		t0 := time.Now()
+		if err := n.store.Scrub(scrubRate, n.stopSnap); err != nil {
+			n.log.Error("core: scrub found damage: reads that meet it answer 500; restore the data directory from a backup or a replica", "err", err)
+		} else {
+			n.log.Info("core: scrub: every table and value read back intact", "took", time.Since(t0).Round(time.Second))
+		}
+	}
 }
 
 // testAfterWorking, when set (tests only), runs in AllOrders between the

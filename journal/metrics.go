@@ -9,15 +9,23 @@ import (
 var walFsyncDesc = prometheus.NewDesc("exchanged_wal_fsync_seconds",
 	"Latency of the journal WAL's fdatasyncs (Pebble's measure).", nil, nil)
 
-// Collector returns the store's metrics: exchanged_wal_fsync_seconds.
+var corruptionsDesc = prometheus.NewDesc("exchanged_storage_corruptions_total",
+	"Damaged blocks the store met since it opened (reads, compactions, scrubs).", nil, nil)
+
+// Collector returns the store's metrics: exchanged_wal_fsync_seconds and
+// exchanged_storage_corruptions_total.
 func (s *Store) Collector() prometheus.Collector { return storeCollector{s} }
 
 type storeCollector struct{ s *Store }
 
-func (c storeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- walFsyncDesc }
+func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- walFsyncDesc
+	ch <- corruptionsDesc
+}
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
+	ch <- prometheus.MustNewConstMetric(corruptionsDesc, prometheus.CounterValue, float64(s.corruptions.Load()))
 	s.mu.RLock()
 	var h prometheus.Histogram
 	if s.db != nil && !s.readOnly {

@@ -3,10 +3,12 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -52,6 +54,8 @@ type Store struct {
 	replayed  int           // commands Load replayed
 	replayDur time.Duration // and how long loading and replaying took
 
+	corruptions atomic.Int64 // damaged blocks Pebble met since Open
+
 	stopWatch chan struct{}
 	watchWG   sync.WaitGroup
 }
@@ -81,7 +85,7 @@ func Open(o Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: pebbleLogger{log},
+	po := &pebble.Options{ReadOnly: o.ReadOnly, Logger: pebbleLogger{log}, EventListener: &pebble.EventListener{},
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
 		L0StopWritesThreshold:       24,
@@ -106,9 +110,19 @@ func Open(o Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	// A read that meets a damaged block gets Pebble's corruption error
+	// (ErrCorrupt here) and the store stays up for what it can read;
+	// Pebble's default would be a fatal log, a panic here.
+	po.EventListener.DataCorruption = func(i pebble.DataCorruptionInfo) {
+		s.corruptions.Add(1)
+		log.Error("journal: pebble: on-disk corruption", "file", i.Path, "details", i.Details)
+	}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		s.closeFS()
+		if errors.Is(err, fs.ErrNotExist) { // a file the manifest names is gone
+			return nil, fmt.Errorf("%w: open %s: %w", ErrCorrupt, o.Dir, err)
+		}
 		return nil, wrapPebble(fmt.Sprintf("open %s", o.Dir), err)
 	}
 	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
@@ -165,7 +179,7 @@ func (s *Store) closeFS() {
 // block or table, a WAL chunk that fails its checksum before the end)
 // with ErrCorrupt.
 func wrapPebble(what string, err error) error {
-	if errors.Is(err, pebble.ErrCorruption) || errors.Is(err, pebblerecord.ErrInvalidChunk) ||
+	if pebble.IsCorruptionError(err) || errors.Is(err, pebblerecord.ErrInvalidChunk) ||
 		errors.Is(err, pebblerecord.ErrZeroedChunk) || errors.Is(err, pebblerecord.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: %s: %w", ErrCorrupt, what, err)
 	}
