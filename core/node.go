@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -45,6 +46,12 @@ type Options struct {
 	// 0: 24 hours; negative: never.
 	ScrubEvery time.Duration
 	Logger     *slog.Logger // nil: discard
+
+	// Markets are the configured markets' rules (nil: keep the journal's).
+	// Open changes the rules of every market whose configured rules differ
+	// from those its journal last set, with a CmdSetRules each, so that the
+	// change is journaled at one sequence number and replays.
+	Markets []*engine.MarketSpec
 
 	// OnAddUser is called on the ledger goroutine for every CmdAddUser
 	// applied live, once it is durable (Load calls it for the replayed
@@ -134,7 +141,50 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		go n.scrubber()
 	}
 	store.Serving(true)
+	for _, spec := range o.Markets {
+		if spec == nil {
+			continue
+		}
+		if cur := n.rulesOf(spec.ID); cur == nil || *cur == *spec {
+			continue
+		}
+		if err := n.SetRules(spec, time.Now().Add(30*time.Second)); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("core: rules of %s: %w", spec.Symbol, err)
+		}
+		n.log.Info("core: market rules changed", "market", spec.Symbol)
+	}
 	return n, nil
+}
+
+// rulesOf returns the rules market m runs under now (start-up only: the
+// engines are read outside their shards).
+func (n *Node) rulesOf(m engine.MarketID) *engine.MarketSpec {
+	if int(m) >= len(n.st.Markets) {
+		return nil
+	}
+	return n.st.Markets[m]
+}
+
+// SetRules changes a market's rules (fees, limits, bands, trading on or
+// off; not its tick or step size or coins) with a journaled CmdSetRules.
+func (n *Node) SetRules(spec *engine.MarketSpec, deadline time.Time) error {
+	r := AcquireRequest()
+	r.Cmd = engine.Cmd{Kind: engine.CmdSetRules, Market: spec.ID}
+	r.Rules = spec
+	if err := n.Submit(r); err != nil {
+		ReleaseRequest(r)
+		return err
+	}
+	if err := r.Wait(deadline); err != nil {
+		return err // a timed-out request is not released: the shard may still write it
+	}
+	rej := r.Out.Reject
+	ReleaseRequest(r)
+	if rej != engine.OK {
+		return fmt.Errorf("core: rules of %s rejected: %v", spec.Symbol, rej)
+	}
+	return nil
 }
 
 // Store returns the node's store (history reads, seeding).
@@ -455,6 +505,9 @@ func Start(jo journal.Options, lo journal.LoadOptions, o Options) (*Node, error)
 	}
 	if lo.OnAddUser == nil {
 		lo.OnAddUser = o.OnAddUser
+	}
+	if o.Markets == nil {
+		o.Markets = lo.Markets
 	}
 	store, err := journal.Open(jo)
 	if err != nil {

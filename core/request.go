@@ -14,6 +14,8 @@ import (
 type Request struct {
 	Cmd   engine.Cmd
 	Query Query
+	// Rules is the spec a CmdSetRules installs.
+	Rules *engine.MarketSpec
 
 	// Results, valid once Wait returned nil.
 	Out      engine.Out       // Reject and BillID; Updates/Trades/Bills are not kept
@@ -98,6 +100,7 @@ var reqPool = sync.Pool{New: func() any {
 func (r *Request) reset() {
 	r.Cmd = engine.Cmd{}
 	r.Query = QueryNone
+	r.Rules = nil
 	r.Out.Reset()
 	r.Order = engine.OrderView{}
 	r.Orders = r.Orders[:0]

@@ -200,7 +200,13 @@ func (s *shard) segment(b []*Request) {
 		s.applying.Store(s.seq)
 		c := &r.Cmd
 		c.Dec = engine.Decision{} // a client cannot submit a recorded decision
+		if c.Kind == engine.CmdSetRules {
+			s.eng.StageRules(r.Rules)
+		}
 		s.apply(c)
+		if s.out.Rules != nil {
+			s.n.st.Markets[s.out.Rules.ID] = s.out.Rules
+		}
 		count++
 		s.w.Add(f.b, c, &s.out)
 		if testApplied != nil {

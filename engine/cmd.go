@@ -10,6 +10,7 @@ const (
 	CmdDeposit   CmdKind = 4 // credit Amount of Coin (ledger shard)
 	CmdWithdraw  CmdKind = 5 // debit Amount of Coin if available (ledger shard)
 	CmdAddUser   CmdKind = 6 // register UID (ledger shard); Text holds a key seed
+	CmdSetRules  CmdKind = 7 // replace Market's rules by the spec staged with StageRules
 	cmdKindCount
 )
 

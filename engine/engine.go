@@ -33,6 +33,9 @@ type Engine struct {
 	// batch is durable (see Accounts).
 	pending []credit
 
+	// staged is the spec the next CmdSetRules installs (StageRules)
+	staged *MarketSpec
+
 	// per-command context
 	seq    uint64
 	timeMs int64
@@ -169,6 +172,8 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 		out.Reject = e.withdraw(c)
 	case CmdAddUser:
 		out.Reject = e.addUser(c)
+	case CmdSetRules:
+		out.Reject = e.setRules(c)
 	default:
 		out.Reject = RejectInvalidType
 	}

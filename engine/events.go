@@ -19,11 +19,14 @@ type Out struct {
 	// (fee income, deposits, withdrawals), which follow the fills' in
 	// order and numbering; AppendBills writes them all.
 	Bills []Bill
+	// Rules is the spec a CmdSetRules installed (the journal keeps it).
+	Rules *MarketSpec
 }
 
 // Reset empties o, keeping its buffers.
 func (o *Out) Reset() {
 	o.Reject = OK
+	o.Rules = nil
 	o.OrderAt = 0
 	o.BillID = 0
 	o.Updates = o.Updates[:0]

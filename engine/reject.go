@@ -25,6 +25,7 @@ const (
 	RejectPostOnlyWouldTake
 	RejectInvalidAmount // deposit/withdraw amount not positive
 	RejectUserExists
+	RejectInvalidRules // CmdSetRules without a staged spec, for another market, or changing a stored scale
 	rejectCount
 )
 
@@ -53,6 +54,7 @@ var rejectNames = [...]string{
 	RejectPostOnlyWouldTake:      "POST_ONLY_WOULD_TAKE",
 	RejectInvalidAmount:          "INVALID_AMOUNT",
 	RejectUserExists:             "USER_EXISTS",
+	RejectInvalidRules:           "INVALID_RULES",
 }
 
 // String returns the stable upper-case name clients see as errorCode.

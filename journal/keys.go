@@ -22,6 +22,8 @@ import (
 //	"p" market(2) firstTradeID(8)                 market's public trades of one batch
 //	"u" user(4)                                   the CmdAddUser that registered user index
 //	                                              (record encoding), for OnAddUser after a snapshot
+//	"r" market(2) seq(8)                          the rules (JSON MarketSpec) the CmdSetRules at
+//	                                              seq of market's shard installed
 //
 // The values of "o", "l", "h" and "p" are history blocks (hist.go, doc.go;
 // an "l" row is an "o" block of one order). An order still working has no
@@ -36,6 +38,7 @@ const (
 	pfxHistory  = 'h'
 	pfxPublic   = 'p'
 	pfxUser     = 'u'
+	pfxRules    = 'r'
 )
 
 var be = binary.BigEndian
@@ -113,4 +116,8 @@ func parsePublicKey(k []byte) (engine.MarketID, int64, bool) {
 
 func userKey(dst []byte, u engine.UserIdx) []byte {
 	return be.AppendUint32(append(dst, pfxUser), uint32(u))
+}
+
+func rulesKey(dst []byte, m engine.MarketID, seq uint64) []byte {
+	return be.AppendUint64(be.AppendUint16(append(dst, pfxRules), uint16(m)), seq)
 }

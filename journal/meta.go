@@ -49,8 +49,8 @@ func decodeMeta(b []byte) (*meta, error) {
 }
 
 // merge checks the configured coins and markets against the stored ones:
-// every stored one must still be configured under the same ID; new ones may
-// be appended. It returns the meta to store.
+// every stored one must still be configured under the same ID and scales;
+// new ones may be appended. It returns the meta to store.
 func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID int64) (*meta, error) {
 	if m.FeeUID != 0 && feeUID != m.FeeUID {
 		return nil, fmt.Errorf("journal: fee account uid %d in the journal, %d configured", m.FeeUID, feeUID)
@@ -93,7 +93,16 @@ func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID i
 			return nil, err
 		}
 	}
-	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: markets, Seeding: m.Seeding}, nil
+	// Stored markets keep the rules they were created with (their changes
+	// are CmdSetRules in the journal, rules.go); new ones start with the
+	// configured rules.
+	specs := append([]*engine.MarketSpec(nil), markets...)
+	for _, s := range m.Markets {
+		if s != nil {
+			specs[s.ID] = s
+		}
+	}
+	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: specs, Seeding: m.Seeding}, nil
 }
 
 // sameScale refuses a configured market whose stored integers would mean
@@ -131,32 +140,6 @@ func (m *meta) encode() []byte {
 		panic("journal: meta: " + err.Error())
 	}
 	return b
-}
-
-// replaySpecs returns the market specs to replay the journal with: the
-// stored spec of every stored market (the rules its commands were applied
-// under), the configured one for new markets; and whether any stored spec
-// differs from its configured one. Call it after merge succeeded.
-func (m *meta) replaySpecs(configured []*engine.MarketSpec) ([]*engine.MarketSpec, bool) {
-	stored := make(map[engine.MarketID]*engine.MarketSpec, len(m.Markets))
-	for _, s := range m.Markets {
-		if s != nil {
-			stored[s.ID] = s
-		}
-	}
-	out := make([]*engine.MarketSpec, len(configured))
-	changed := false
-	for i, s := range configured {
-		out[i] = s
-		if s == nil {
-			continue
-		}
-		if old, ok := stored[s.ID]; ok && *old != *s {
-			out[i] = old
-			changed = true
-		}
-	}
-	return out, changed
 }
 
 // markerName is a file written, and synced, once a directory's meta is

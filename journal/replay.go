@@ -41,7 +41,7 @@ func (st *State) Hash() [32]byte { return engine.StateHash(st.Accounts, st.Engin
 // newState builds the accounts and engines for nMarket market shards and
 // the markets specs (placed by MarketShard), at sequence 0.
 func newState(nMarket int, coins []engine.Coin, specs []*engine.MarketSpec, feeUID int64) *State {
-	st := &State{Accounts: engine.NewAccounts(coins), Markets: specs, FeeUID: feeUID,
+	st := &State{Accounts: engine.NewAccounts(coins), Markets: append([]*engine.MarketSpec(nil), specs...), FeeUID: feeUID,
 		Engines: make([]*engine.Engine, nMarket+1), Seqs: make([]uint64, nMarket+1), Times: make([]int64, nMarket+1)}
 	per := make([][]*engine.MarketSpec, nMarket)
 	for _, s := range specs {
@@ -75,16 +75,10 @@ type LoadOptions struct {
 
 // Load reads the meta, checks the configuration against it, loads the
 // newest snapshot and replays the journal after it, and returns the
-// state. On a read-only store the coins, markets and fee account come
-// from the meta when none are given.
-//
-// The journal must be replayed under the market rules it was applied
-// with. If the configuration changed a stored market's rules, Load
-// replays under the stored ones, writes a snapshot, and only then
-// switches to the new rules and stores them. Only the newest rules are
-// stored, so a full replay from seq 1 (audit -full) of a directory whose
-// rules changed applies the new rules to old commands: audit from the
-// snapshot in that case.
+// state, every market under the rules its journal last set (rules.go):
+// the configuration's rules are not applied here (core.Open does that,
+// with commands). On a read-only store the coins, markets and fee account
+// come from the meta when none are given.
 func (s *Store) Load(o LoadOptions) (*State, error) {
 	m, err := s.readMeta()
 	if err != nil {
@@ -121,27 +115,9 @@ func (s *Store) Load(o LoadOptions) (*State, error) {
 	if o.Shards > 0 && o.Shards != m.Shards {
 		s.log.Warn("journal: the data directory keeps its shard count", "dir", s.dir, "shards", m.Shards, "asked", o.Shards)
 	}
-	replaySpecs, changed := o.Markets, false
-	if !s.fresh && !s.readOnly {
-		replaySpecs, changed = m.replaySpecs(o.Markets)
-	}
-	st := newState(m.Shards, o.Coins, replaySpecs, o.FeeUID)
+	st := newState(m.Shards, o.Coins, nm.Markets, o.FeeUID)
 	if err := s.recover(st, o.FullReplay, o.OnAddUser); err != nil {
 		return nil, err
-	}
-	if changed {
-		s.log.Info("journal: market rules changed: snapshot under the old rules, then switch")
-		v := encodeSnapshot(st)
-		if _, err := s.WriteSnapshot(v); err != nil {
-			return nil, err
-		}
-		old := st
-		st = newState(m.Shards, o.Coins, o.Markets, o.FeeUID)
-		if err := restoreSnapshot(st, v); err != nil {
-			return nil, fmt.Errorf("journal: reload snapshot under the new rules: %w", err)
-		}
-		copy(st.Seqs, old.Seqs)
-		copy(st.Times, old.Times)
 	}
 	if !s.readOnly {
 		if err := s.writeMeta(nm); err != nil {
@@ -168,6 +144,11 @@ func (s *Store) recover(st *State, full bool, onAddUser func(*engine.Cmd)) error
 	from, loaded, err := s.loadSnapshot(st, full)
 	if err != nil {
 		return err
+	}
+	if loaded {
+		if err := s.installRules(st); err != nil {
+			return err
+		}
 	}
 	if onAddUser != nil && loaded {
 		if err := s.announceUsers(st, onAddUser); err != nil {
@@ -258,8 +239,23 @@ func (s *Store) replay(st *State, shard int, from uint64, onAddUser func(*engine
 		timeMs := int64(le.Uint64(v[16:]))
 		for i := range cmds {
 			c := &cmds[i]
+			var rules *engine.MarketSpec
+			if c.Kind == engine.CmdSetRules {
+				if rules, err = s.rulesAt(c.Market, seq+uint64(i)); err != nil {
+					return n, err
+				}
+				e.StageRules(rules)
+			}
 			e.PrefetchAhead(cmds, i)
 			e.Apply(c, seq+uint64(i), timeMs, &out)
+			if c.Kind == engine.CmdSetRules {
+				if (rules != nil) != (out.Reject == engine.OK) {
+					return n, fmt.Errorf("%w: shard %d seq %d: rules change %v with rules row %v", ErrCorrupt, shard, seq+uint64(i), out.Reject, rules != nil)
+				}
+				if rules != nil {
+					st.Markets[rules.ID] = rules
+				}
+			}
 			if c.Kind == engine.CmdAddUser && out.Reject == engine.OK && onAddUser != nil {
 				onAddUser(c)
 			}

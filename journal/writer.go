@@ -36,9 +36,14 @@ func (w *Writer) Begin(firstSeq uint64, timeMs int64) {
 
 // Add records c, applied with seq first+Count() and producing o: its
 // encoding (with its recorded decisions) in the record, its events in the
-// history rows, and the registration row of a user it added (into b).
+// history rows, the registration row of a user it added and the rules a
+// CmdSetRules installed (into b).
 func (w *Writer) Add(b *Batch, c *engine.Cmd, o *engine.Out) {
 	w.rec = appendCmd(w.rec, c)
+	if o.Rules != nil { // needed by replay, history or not
+		w.key = rulesKey(w.key[:0], c.Market, w.first+uint64(w.count))
+		b.b.Set(w.key, encodeRules(o.Rules), nil)
+	}
 	if !w.NoHistory {
 		w.hist.add(c, o, uint64(w.count))
 		if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {

@@ -264,7 +264,7 @@ func (g *Gen) invalid(c *engine.Cmd, anchor int64) {
 	case 16:
 		c.Kind, c.Coin, c.Amount = engine.CmdWithdraw, engine.CoinID(g.R.IntN(3)), engine.Amount(1<<62)
 	case 17:
-		c.Kind = engine.CmdKind(7 + g.R.IntN(3))
+		c.Kind = engine.CmdKind(7 + g.R.IntN(3)) // CmdSetRules without staged rules, or no kind
 	case 18:
 		c.Kind, c.OrderID = engine.CmdCancel, 0 // no id, no client id
 	case 19:

@@ -335,6 +335,11 @@ func (r *Ref) Apply(c engine.Cmd, seq uint64, timeMs int64, shard int, out *engi
 		out.Reject = r.withdraw(&c)
 	case engine.CmdAddUser:
 		out.Reject = r.addUser(&c)
+	case engine.CmdSetRules: // streams stage no rules
+		out.Reject = engine.RejectInvalidRules
+		if r.Market(c.Market) == nil {
+			out.Reject = engine.RejectUnknownMarket
+		}
 	default:
 		out.Reject = engine.RejectInvalidType
 	}

@@ -102,7 +102,7 @@ func NewCluster(shards int) *Cluster {
 
 // Route returns the engine that applies c and its shard number.
 func (cl *Cluster) Route(c *engine.Cmd) *engine.Engine {
-	if c.Kind == engine.CmdPlace || c.Kind == engine.CmdCancel || c.Kind == engine.CmdCancelAll {
+	if c.Kind == engine.CmdPlace || c.Kind == engine.CmdCancel || c.Kind == engine.CmdCancelAll || c.Kind == engine.CmdSetRules {
 		for _, e := range cl.Engines {
 			if e.Owns(c.Market) {
 				return e
