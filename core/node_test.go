@@ -1,9 +1,9 @@
 package core
 
 import (
-	"path/filepath"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
