@@ -19,19 +19,23 @@ import (
 // The admin API (SPEC §1) is not a hot path: it decodes with goccy/go-json
 // through config.Decode.
 
-func (s *Server) adminRouteTable() map[string]*route {
-	a := func(h handler) *endpoint { return &endpoint{h: h} }
-	return map[string]*route{
-		"/admin/v1/users":    {post: a(handleAdminUser)},
-		"/admin/v1/deposit":  {post: a(handleAdminDeposit)},
-		"/admin/v1/withdraw": {post: a(handleAdminWithdraw)},
-		"/admin/v1/balances": {get: a(handleAdminBalances)},
-		"/admin/v1/state":    {get: a(handleAdminState)},
-		"/admin/v1/metrics":  {get: a(handleAdminMetrics)},
+// adminEndpoints is the admin API.
+func adminEndpoints() []*endpoint {
+	a := func(method, path string, h handler) *endpoint { return &endpoint{method: method, path: path, h: h} }
+	return []*endpoint{
+		a("POST", "/admin/v1/users", handleAdminUser),
+		a("POST", "/admin/v1/deposit", handleAdminDeposit),
+		a("POST", "/admin/v1/withdraw", handleAdminWithdraw),
+		a("GET", "/admin/v1/balances", handleAdminBalances),
+		a("GET", "/admin/v1/state", handleAdminState),
+		a("GET", "/admin/v1/metrics", handleAdminMetrics),
 	}
 }
 
-func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
+// serveAdmin serves one admin request: the router calls serveAdminEndpoint.
+func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) { s.adminRouter.Handler(ctx) }
+
+func (s *Server) serveAdminEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	st := statePool.Get().(*reqState)
 	st.nowMs = time.Now().UnixMilli()
 	defer s.end(ctx, st)
@@ -42,19 +46,8 @@ func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
 		if len(ctx.Request.Body()) > MaxBodyBytes {
 			return errBodyTooLarge
 		}
-		rt := s.adminRoutes[string(ctx.Path())]
-		if rt == nil {
-			return errNotFound
-		}
-		var ep *endpoint
-		switch string(ctx.Method()) {
-		case "GET":
-			ep = rt.get
-		case "POST":
-			ep = rt.post
-		}
-		if ep == nil {
-			return errMethod
+		if ep.fail != nil {
+			return ep.fail
 		}
 		if ctx.IsPost() && !isJSON(ctx.Request.Header.ContentType()) {
 			return errContentType

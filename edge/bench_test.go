@@ -166,3 +166,20 @@ func TestConcurrentHandlers(t *testing.T) {
 		<-done
 	}
 }
+
+// BenchmarkPublicTime: the cheapest request, GET /api/v3/time, so that
+// the edge's own cost (routing, IP limit, headers, encoding) is not hidden
+// behind a shard's or the journal's.
+func BenchmarkPublicTime(b *testing.B) {
+	s := openTestServer(b)
+	ctx := requestCtx("GET", "/api/v3/time", "")
+	s.serveREST(ctx)
+	if ctx.Response.StatusCode() != 200 {
+		b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.serveREST(ctx)
+	}
+}

@@ -3,12 +3,14 @@
 //
 // The path of one request (DESIGN.md):
 //
-//	fasthttp -> route (a map of paths, no router allocation)
+//	fasthttp -> route (fasthttp/router: method and exact path, no
+//	            allocation; 404 and 405 from its NotFound and
+//	            MethodNotAllowed, through the same limits as a route)
 //	         -> IP rate limit -> HMAC authentication (key table behind an
 //	            atomic pointer: lock- and allocation-free) -> UID rate limit
 //	         -> decode the body with an allocation-free scanner into a pooled
 //	            reqState, parse decimals to ticks/steps with the market spec
-//	         -> fill pooled journal.Requests, Submit all, then Wait (durable)
+//	         -> fill pooled core.Requests, Submit all, then Wait (durable)
 //	         -> encode with append-style writers into the pooled buffer
 //
 // Invariants:

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+
 	"github.com/weexcore/exchange/core"
 	"github.com/weexcore/exchange/engine"
 )
@@ -16,43 +19,105 @@ import (
 // returns nil, or returns the error to answer. c is nil on public endpoints.
 type handler func(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError
 
+// endpoint is one route (method and path) with what serving it needs.
+// The router's 404 and 405 answers are endpoints too, with fail set: they
+// take the same path through the IP limit as the routes do.
 type endpoint struct {
+	method    string
+	path      string
 	ipWeight  int64
 	uidWeight int64
 	signed    bool
 	h         handler
+	fail      *apiError // answered instead of h (404, 405)
 }
 
-type route struct{ get, post, del *endpoint }
+// restEndpoints is the REST surface with each endpoint's weights (seed §8
+// where listed; our choices, documented in docs/API.md, elsewhere).
+func restEndpoints() []*endpoint {
+	pub := func(path string, ip int64, h handler) *endpoint {
+		return &endpoint{method: "GET", path: path, ipWeight: ip, h: h}
+	}
+	sig := func(method, path string, ip, uid int64, h handler) *endpoint {
+		return &endpoint{method: method, path: path, ipWeight: ip, uidWeight: uid, signed: true, h: h}
+	}
+	return []*endpoint{
+		pub("/api/v3/time", 1, handleTime),
+		pub("/api/v3/ping", 1, handlePing),
+		pub("/api/v3/exchangeInfo", 20, handleExchangeInfo),
+		pub("/api/v3/coins", 5, handleCoins),
+		pub("/api/v3/market/depth", 5, handleDepth),
+		pub("/api/v3/market/trades", 5, handleMarketTrades),
+		pub("/api/v3/market/ticker/price", 2, handleTickerPrice),
+		pub("/api/v3/market/ticker/bookTicker", 2, handleBookTicker),
+		pub("/api/v3/market/ticker/24hr", 5, handleTicker24h),
+		pub("/capi/v3/market/exchangeInfo", 5, handleContractInfo),
+		sig("POST", "/api/v3/order/batch", 10, 50, handleBatch),
+		sig("DELETE", "/api/v3/order/batch", 5, 10, handleCancelBatch),
+		sig("POST", "/api/v3/order", 2, 5, handlePlace),
+		sig("GET", "/api/v3/order", 2, 2, handleGetOrder),
+		sig("DELETE", "/api/v3/order", 2, 2, handleCancel),
+		sig("GET", "/api/v3/openOrders", 3, 3, handleOpenOrders),
+		sig("DELETE", "/api/v3/openOrders", 3, 5, handleCancelAll),
+		sig("GET", "/api/v3/allOrders", 10, 10, handleAllOrders),
+		sig("GET", "/api/v3/myTrades", 5, 5, handleMyTrades),
+		// ccxt's fetchBalance asks with the trailing slash: both are served
+		sig("GET", "/api/v3/account", 5, 5, handleAccount),
+		sig("GET", "/api/v3/account/", 5, 5, handleAccount),
+		sig("POST", "/api/v3/tax/income", 5, 50, handleIncome),
+	}
+}
 
-// restRoutes is the REST surface with each endpoint's weights (seed §8 where
-// listed; our choices, documented in docs/API.md, elsewhere).
-func (s *Server) restRoutes() map[string]*route {
-	pub := func(ip int64, h handler) *endpoint { return &endpoint{ipWeight: ip, h: h} }
-	sig := func(ip, uid int64, h handler) *endpoint {
-		return &endpoint{ipWeight: ip, uidWeight: uid, signed: true, h: h}
+// newRouter routes each endpoint by its method and path, and answers what
+// no route matches from one place, the router's NotFound (404 -1000) and
+// MethodNotAllowed (405 -1150), through serve, so that such requests are
+// weighed, limited and reported like any other. Paths match exactly as
+// sent, which is what clients sign: no redirects to a fixed case or
+// slash, and no HEAD or OPTIONS answers the API does not define.
+//
+// The router's tree keeps a path's trailing-slash twin for its redirects
+// and cannot hold both ("/api/v3/account" and ccxt's "/api/v3/account/"),
+// so twins go to a second router, which the first falls through to.
+func newRouter(eps []*endpoint, serve func(*fasthttp.RequestCtx, *endpoint)) *router.Router {
+	notFound := &endpoint{ipWeight: 1, fail: errNotFound}
+	methodNotAllowed := &endpoint{ipWeight: 1, fail: errMethod}
+	newR := func() *router.Router {
+		r := router.New()
+		r.RedirectTrailingSlash = false
+		r.RedirectFixedPath = false
+		r.HandleOPTIONS = false
+		r.HandleMethodNotAllowed = true
+		r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+			// The router lists OPTIONS in Allow, which is not served.
+			var allow []byte
+			for _, m := range bytes.Split(ctx.Response.Header.Peek("Allow"), []byte(", ")) {
+				if string(m) != fasthttp.MethodOptions {
+					if len(allow) > 0 {
+						allow = append(allow, ", "...)
+					}
+					allow = append(allow, m...)
+				}
+			}
+			ctx.Response.Header.SetBytesV("Allow", allow)
+			serve(ctx, methodNotAllowed)
+		}
+		return r
 	}
-	r := map[string]*route{
-		"/api/v3/time":                     {get: pub(1, handleTime)},
-		"/api/v3/ping":                     {get: pub(1, handlePing)},
-		"/api/v3/exchangeInfo":             {get: pub(20, handleExchangeInfo)},
-		"/api/v3/coins":                    {get: pub(5, handleCoins)},
-		"/api/v3/market/depth":             {get: pub(5, handleDepth)},
-		"/api/v3/market/trades":            {get: pub(5, handleMarketTrades)},
-		"/api/v3/market/ticker/price":      {get: pub(2, handleTickerPrice)},
-		"/api/v3/market/ticker/bookTicker": {get: pub(2, handleBookTicker)},
-		"/api/v3/market/ticker/24hr":       {get: pub(5, handleTicker24h)},
-		"/capi/v3/market/exchangeInfo":     {get: pub(5, handleContractInfo)},
-		"/api/v3/order/batch":              {post: sig(10, 50, handleBatch), del: sig(5, 10, handleCancelBatch)},
-		"/api/v3/order":                    {post: sig(2, 5, handlePlace), get: sig(2, 2, handleGetOrder), del: sig(2, 2, handleCancel)},
-		"/api/v3/openOrders":               {get: sig(3, 3, handleOpenOrders), del: sig(3, 5, handleCancelAll)},
-		"/api/v3/allOrders":                {get: sig(10, 10, handleAllOrders)},
-		"/api/v3/myTrades":                 {get: sig(5, 5, handleMyTrades)},
-		"/api/v3/account":                  {get: sig(5, 5, handleAccount)},
-		"/api/v3/tax/income":               {post: sig(5, 50, handleIncome)},
+	first, twins := newR(), newR()
+	paths := map[string]bool{}
+	for _, e := range eps {
+		paths[e.path] = true
 	}
-	r["/api/v3/account/"] = r["/api/v3/account"]
-	return r
+	for _, e := range eps {
+		r := first
+		if p, ok := strings.CutSuffix(e.path, "/"); ok && paths[p] {
+			r = twins
+		}
+		r.Handle(e.method, e.path, func(ctx *fasthttp.RequestCtx) { serve(ctx, e) })
+	}
+	first.NotFound = twins.Handler
+	twins.NotFound = func(ctx *fasthttp.RequestCtx) { serve(ctx, notFound) }
+	return first
 }
 
 // reqState is the per-request scratch, pooled: decoding, results and the
@@ -111,13 +176,16 @@ func (st *reqState) trim() {
 	}
 }
 
-func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
+// serveREST serves one REST request: the router calls serveEndpoint.
+func (s *Server) serveREST(ctx *fasthttp.RequestCtx) { s.restRouter.Handler(ctx) }
+
+func (s *Server) serveEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	st := statePool.Get().(*reqState)
 	start := time.Now()
 	st.nowMs = start.UnixMilli()
 	defer func() { s.latency.record(time.Since(start)) }()
 	defer s.end(ctx, st)
-	if e := s.dispatch(ctx, st); e != nil {
+	if e := s.dispatch(ctx, st, ep); e != nil {
 		st.buf = writeError(ctx, st.buf, e)
 		return
 	}
@@ -125,31 +193,15 @@ func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(st.buf)
 }
 
-func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
-	rt := s.routes[string(ctx.Path())]
-	var ep *endpoint
-	if rt != nil {
-		switch string(ctx.Method()) {
-		case "GET":
-			ep = rt.get
-		case "POST":
-			ep = rt.post
-		case "DELETE":
-			ep = rt.del
-		}
-	}
+func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState, ep *endpoint) *apiError {
 	ctx.Response.Header.DisableNormalizing() // X-USED-WEIGHT-IP-10S as written
-	w := int64(1)
-	if ep != nil {
-		w = ep.ipWeight
-	}
 	// Weights are counted (and reported) even when limits are disabled.
 	rl := &s.cfg.RateLimits
 	ipBudget, uidBudget := int64(math.MaxInt64), int64(math.MaxInt64)
 	if rl.Enabled {
 		ipBudget, uidBudget = rl.IPWeight, rl.UIDWeight
 	}
-	used, ok, retry := s.ipLim.take(ipKey(ctx.RemoteIP()), w, ipBudget, st.nowMs)
+	used, ok, retry := s.ipLim.take(ipKey(ctx.RemoteIP()), ep.ipWeight, ipBudget, st.nowMs)
 	st.hdr = appendInt(st.hdr[:0], used)
 	ctx.Response.Header.SetBytesV("X-USED-WEIGHT-IP-10S", st.hdr)
 	if !ok {
@@ -161,11 +213,8 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState) *apiError {
 		ctx.SetConnectionClose()
 		return errBodyTooLarge
 	}
-	if rt == nil {
-		return errNotFound
-	}
-	if ep == nil {
-		return errMethod
+	if ep.fail != nil {
+		return ep.fail
 	}
 	var c *cred
 	if ep.signed {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
 	"github.com/weexcore/exchange/config"
@@ -59,8 +60,8 @@ type Server struct {
 	recvWindowMs int64
 	waitTimeout  time.Duration
 	adminToken   []byte
-	routes       map[string]*route
-	adminRoutes  map[string]*route
+	restRouter   *router.Router
+	adminRouter  *router.Router
 	coinsBody    []byte
 	maxUID       atomic.Int64 // highest uid registered or taken by an admin registration
 	latency      latencyHist  // REST answer times (admin /metrics)
@@ -112,8 +113,8 @@ func New(o Options) (*Server, error) {
 		s.bySymbol[sp.Symbol] = m
 	}
 	s.coinsBody = s.appendCoins(nil)
-	s.routes = s.restRoutes()
-	s.adminRoutes = s.adminRouteTable()
+	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint)
+	s.adminRouter = newRouter(adminEndpoints(), s.serveAdminEndpoint)
 	return s, nil
 }
 
