@@ -61,6 +61,9 @@ func (n *Node) atBarrier(deadline time.Time, f func()) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
+	if n.failed.Load() != nil {
+		return ErrUnavailable // the memory is ahead of the journal
+	}
 	n.barMu.Lock()
 	defer n.barMu.Unlock()
 	b, err := n.stopAll(deadline)
@@ -127,6 +130,9 @@ func (n *Node) Snapshot() error {
 // book is copied (engine.Frozen); the books' encoding, the write and its
 // sync happen after they have been released, from the copies.
 func (n *Node) snapshotLocked() error {
+	if n.failed.Load() != nil {
+		return ErrUnavailable // the memory is ahead of the journal
+	}
 	b, err := n.stopAll(time.Time{})
 	if err != nil {
 		return err

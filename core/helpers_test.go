@@ -66,19 +66,20 @@ type testOpts struct {
 	SnapshotInterval time.Duration
 	PinCPUs          bool
 	OnAddUser        func(*engine.Cmd)
+	Reserve          int64
 	FullReplay       bool // loadRO only
 }
 
 func testOptions(tb testing.TB, dir string) testOpts {
 	coins := testCoins()
-	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID,
+	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID, Reserve: 1 << 20,
 		Logf: func(f string, a ...any) { tb.Logf(f, a...) }}
 }
 
 // openNode opens o.Dir and starts a node on it, as cmd/exchanged does.
 func openNode(o testOpts) (*Node, error) {
 	log := testLogger(o.Logf)
-	return Start(journal.Options{Dir: o.Dir, Tuning: walio.All()},
+	return Start(journal.Options{Dir: o.Dir, Tuning: walio.All(), Reserve: o.Reserve},
 		journal.LoadOptions{Shards: o.Shards, Coins: o.Coins, Markets: o.Markets, FeeUID: o.FeeUID, FullReplay: o.FullReplay},
 		Options{RingSize: o.RingSize, SnapshotEvery: o.SnapshotEvery, SnapshotInterval: o.SnapshotInterval,
 			PinCPUs: o.PinCPUs, Logger: log, OnAddUser: o.OnAddUser})

@@ -22,6 +22,12 @@ var (
 	ErrTimeout = errors.New("core: deadline exceeded")
 	// ErrClosed: the node is shutting down.
 	ErrClosed = errors.New("core: closed")
+	// ErrUnavailable: the journal could not be written (a full disk, an
+	// I/O error), so the node takes no more commands and answers no read
+	// of its memory, which may hold commands that are not durable. A
+	// command answered with it is not acknowledged: it is applied only if
+	// the journal kept it, which a restart shows.
+	ErrUnavailable = errors.New("core: the journal cannot be written")
 
 	errNotSubmitted = errors.New("core: request was not submitted")
 )
@@ -103,6 +109,14 @@ type Node struct {
 	closeErr   error
 	metrics    metrics
 
+	// failed is set once a commit failed (fail): Submit and memory reads
+	// answer ErrUnavailable from then on. failedCh is closed then, and
+	// spaceBack once a probe write in the data directory succeeds again.
+	failed    atomic.Pointer[error]
+	failOnce  sync.Once
+	failedCh  chan struct{}
+	spaceBack chan struct{}
+
 	// ackBeforeSync is a deliberately broken mode for the crash test's
 	// self-check (JOURNAL_TEST_ACK_BEFORE_SYNC=1 in the test binary only):
 	// a batch is answered after it is applied, before it is committed.
@@ -119,7 +133,8 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{opt: o, log: log, store: store, st: st, nMarket: st.MarketShards()}
+	n := &Node{opt: o, log: log, store: store, st: st, nMarket: st.MarketShards(),
+		failedCh: make(chan struct{}), spaceBack: make(chan struct{})}
 	n.ackBeforeSync = testHooks && os.Getenv("JOURNAL_TEST_ACK_BEFORE_SYNC") == "1"
 	n.syncPace.force = testHooks && (testForcePace || os.Getenv("JOURNAL_TEST_FORCE_PACE") == "1")
 	n.frozen = make([]*engine.Frozen, len(st.Engines))
@@ -249,6 +264,9 @@ func (n *Node) Submit(r *Request) error {
 }
 
 func (n *Node) push(s *shard, r *Request) error {
+	if n.failed.Load() != nil {
+		return ErrUnavailable
+	}
 	n.submitters.Add(1)
 	if n.closed.Load() {
 		n.submitters.Add(-1)
@@ -271,6 +289,9 @@ func (n *Node) push(s *shard, r *Request) error {
 // it reads u's cells, then waits until every shard has flushed what it
 // was applying at the time, so nothing shown can be taken back by a crash.
 func (n *Node) Balances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]Balance, error) {
+	if n.failed.Load() != nil {
+		return dst, ErrUnavailable
+	}
 	acc := n.st.Accounts
 	if int(u) >= acc.NumUsers() {
 		return dst, nil
@@ -478,8 +499,10 @@ func (n *Node) Close() error {
 		}
 		close(n.stopSnap)
 		n.barMu.Lock()
-		if err := n.snapshotLocked(); err != nil {
-			n.log.Error("core: snapshot at close", "err", err)
+		if n.failed.Load() == nil { // else the memory is ahead of the journal
+			if err := n.snapshotLocked(); err != nil {
+				n.log.Error("core: snapshot at close", "err", err)
+			}
 		}
 		for _, s := range n.shards {
 			r := &Request{}
@@ -494,6 +517,52 @@ func (n *Node) Close() error {
 		n.closeErr = n.store.Close()
 	})
 	return n.closeErr
+}
+
+// fail puts the node in its failed state after a commit failed (err,
+// journal.ErrWriteFailed): no more commands, no reads of memory, a log
+// line, and a goroutine that probes the data directory for space.
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() {
+		n.failed.Store(&err)
+		close(n.failedCh)
+		n.log.Error("core: the journal cannot be written: writes and reads of working orders and balances answer 503 "+
+			"until a restart, which replays what is durable; finished orders, trades and bills are still served", "err", err)
+		n.wg.Add(1)
+		go n.probeSpace()
+	})
+}
+
+// Failed returns a channel closed when the journal cannot be written any
+// more, and SpaceBack one closed once the data directory takes writes
+// again: then a restart (exchanged exits for its supervisor) brings the
+// node back with everything durable.
+func (n *Node) Failed() <-chan struct{}    { return n.failedCh }
+func (n *Node) SpaceBack() <-chan struct{} { return n.spaceBack }
+
+// probeSpace checks every second whether the data directory has room to
+// start again (journal.Store.HasRoom) until it has (then it closes
+// spaceBack) or the node closes, and reminds the log of the failure every
+// minute.
+func (n *Node) probeSpace() {
+	defer n.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for i := 1; ; i++ {
+		select {
+		case <-n.stopSnap:
+			return
+		case <-t.C:
+		}
+		if n.store.HasRoom() {
+			n.log.Info("core: the data directory has room again: restart the server to resume (exchanged exits for its supervisor)")
+			close(n.spaceBack)
+			return
+		}
+		if i%60 == 0 {
+			n.log.Error("core: the journal still cannot be written", "err", (*n.failed.Load()).Error())
+		}
+	}
 }
 
 // Start opens the store jo, loads it (lo) and starts a node on it (o):

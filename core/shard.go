@@ -164,6 +164,12 @@ func (s *shard) segment(b []*Request) {
 	if len(b) == 0 {
 		return
 	}
+	if s.n.failed.Load() != nil {
+		for _, r := range b {
+			r.complete(ErrUnavailable)
+		}
+		return
+	}
 	now := time.Now().UnixMilli()
 	if now < s.timeMs {
 		now = s.timeMs
@@ -265,10 +271,12 @@ func (s *shard) segment(b []*Request) {
 	t0 := nanotime()
 	err := f.b.Commit()
 	n.metrics.commit(nanotime() - t0)
-	if err != nil {
-		s.commitFailed(err)
-	}
 	f.b.Reset() // keeps its buffer: a drained batch is megabytes
+	if err != nil {
+		s.commitFailed(err, reqs)
+		clear(f.reqs)
+		return
+	}
 	n.sinceSnap.Add(int64(f.count))
 	s.answer(reqs, f.adds)
 	clear(f.reqs)
@@ -304,11 +312,14 @@ func (s *shard) sealLocked(f *flight) {
 	s.open = nil // f was the open flight, or (a synchronous commit) there was none
 }
 
-// commitFailed stops the process: the state in memory is ahead of the
-// journal and can no longer be made durable, so stopping loudly is the
-// only honest answer.
-func (s *shard) commitFailed(err error) {
-	panic(fmt.Sprintf("core: shard %d: commit: %v", s.id, err))
+// commitFailed answers reqs, whose batch could not be made durable, with
+// ErrUnavailable, and fails the node: the state in memory is ahead of the
+// journal from here on, so nothing more is applied or read from it.
+func (s *shard) commitFailed(err error, reqs []*Request) {
+	s.n.fail(fmt.Errorf("shard %d: %w", s.id, err))
+	for _, r := range reqs {
+		r.complete(ErrUnavailable)
+	}
 }
 
 // answer makes the batch's credits available (Flush), registers its new
@@ -361,10 +372,15 @@ func (s *shard) finishOldest() {
 	default:
 	}
 	f.pc.fin.Store(false)
-	if f.pc.err != nil {
-		s.commitFailed(f.pc.err)
-	}
 	f.b.Reset()
+	if f.pc.err != nil {
+		s.commitFailed(f.pc.err, f.reqs)
+		clear(f.reqs)
+		f.reqs = f.reqs[:0]
+		s.head = (s.head + 1) % maxFlights
+		s.inFlight--
+		return
+	}
 	s.n.sinceSnap.Add(int64(f.count))
 	s.flush(f.mark)
 	for i := 1; i < s.inFlight; i++ { // marks of the later batches move down

@@ -71,7 +71,7 @@ func (l *testLog) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l,
 // openLoad opens dir (read-write, every tuning on) and loads it with the
 // test's coins and markets.
 func openLoad(tb testing.TB, dir string, log *slog.Logger) (*Store, *State, error) {
-	s, err := Open(Options{Dir: dir, Tuning: walio.All(), Logger: log})
+	s, err := Open(Options{Dir: dir, Tuning: walio.All(), Logger: log, Reserve: 1 << 20})
 	if err != nil {
 		return nil, nil, err
 	}

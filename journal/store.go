@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -24,6 +25,11 @@ var (
 	ErrCorrupt = errors.New("journal: corrupt data")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("journal: closed")
+	// ErrWriteFailed: a commit could not be written or synced (a full
+	// disk, an I/O error). Pebble cannot commit again after one; what was
+	// committed before is durable, the failed batch and anything after it
+	// are not. The store must be reopened.
+	ErrWriteFailed = errors.New("journal: write failed")
 )
 
 // Options configures Open.
@@ -32,6 +38,9 @@ type Options struct {
 	ReadOnly bool         // audit: open, replay, never write
 	Tuning   walio.Tuning // storage tunings (not used read-only)
 	Logger   *slog.Logger // nil: discard
+	// Reserve is the disk space kept for the store to stop cleanly when
+	// the disk fills (space.go); 0: 64 MB, negative: none.
+	Reserve int64
 }
 
 // Store is one data directory: a Pebble DB holding the journal records,
@@ -55,6 +64,8 @@ type Store struct {
 	replayDur time.Duration // and how long loading and replaying took
 
 	corruptions atomic.Int64 // damaged blocks Pebble met since Open
+	failed      atomic.Pointer[error] // the first failed commit (ErrWriteFailed); nil: none
+	reserve     int64                 // bytes kept free (space.go); 0 when read-only
 
 	stopWatch chan struct{}
 	watchWG   sync.WaitGroup
@@ -91,6 +102,13 @@ func Open(o Options) (*Store, error) {
 		L0StopWritesThreshold:       24,
 	}
 	if !o.ReadOnly {
+		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		s.reserve = o.reserve()
+		if err := makeBallast(o.Dir, s.reserve); err != nil {
+			return nil, err
+		}
 		// WAL sync chunks record in each chunk how far the WAL was synced,
 		// so recovery can tell a torn tail (never acknowledged: dropped)
 		// from a corrupt chunk followed by synced ones (refused). Without
@@ -212,6 +230,7 @@ func (s *Store) watchBacklog() {
 			return
 		case <-t.C:
 		}
+		s.checkSpace()
 		if !s.mu.TryRLock() { // closing: Close holds it and waits for this goroutine
 			continue
 		}
@@ -236,6 +255,12 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return nil
 	}
+	if s.Failed() != nil {
+		// Pebble cannot write any more: close what can be closed and
+		// leave the rest to the next Open's replay of the WAL.
+		s.closeFailed()
+		return nil
+	}
 	if !s.readOnly {
 		s.Serving(false) // nothing left to make room for
 		if err := s.db.Flush(); err != nil {
@@ -251,20 +276,73 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// closeFailed closes a DB whose commit pipeline failed. Pebble's Close
+// may meet the same failure (a fatal log) or report it; neither matters:
+// everything acknowledged is in the WAL. s.mu is held.
+func (s *Store) closeFailed() {
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if _, ok := p.(pebbleFatal); !ok {
+					panic(p)
+				}
+			}
+		}()
+		if err := s.db.Close(); err != nil {
+			s.log.Warn("journal: close after a failed write", "err", err.Error())
+		}
+	}()
+	s.db = nil
+	s.closeFS()
+}
+
 // Batch is one atomic write of journal records and history rows, made
 // durable by Commit (or a Group's).
-type Batch struct{ b *pebble.Batch }
+type Batch struct {
+	b *pebble.Batch
+	s *Store
+}
 
 // NewBatch returns an empty batch. It keeps its buffer across Reset (up
 // to 64 MB): a drained batch of commands is megabytes.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{s.db.NewBatch(pebble.WithInitialSizeBytes(256<<10), pebble.WithMaxRetainedSizeBytes(64<<20))}
+	return &Batch{s.db.NewBatch(pebble.WithInitialSizeBytes(256<<10), pebble.WithMaxRetainedSizeBytes(64<<20)), s}
 }
 
-// Commit writes b and syncs the WAL.
+// Commit writes b and syncs the WAL. An error is ErrWriteFailed, and
+// every later commit fails with it.
 func (b *Batch) Commit() error {
-	if err := b.b.Commit(pebble.Sync); err != nil {
-		return wrapPebble("commit", err)
+	return b.s.commit(func() error { return b.b.Commit(pebble.Sync) })
+}
+
+// commit runs f, a Pebble commit, turning its failure (an error, or the
+// fatal log Pebble gives for a commit pipeline it cannot go on with) into
+// a sticky ErrWriteFailed.
+func (s *Store) commit(f func() error) (err error) {
+	if e := s.failed.Load(); e != nil {
+		return *e
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			fe, ok := p.(pebbleFatal)
+			if !ok {
+				panic(p)
+			}
+			err = fmt.Errorf("%w: %s: %w", ErrWriteFailed, fe.msg, fe.cause)
+		} else if err != nil {
+			err = fmt.Errorf("%w: %w", ErrWriteFailed, wrapPebble("commit", err))
+		}
+		if err != nil && s.failed.CompareAndSwap(nil, &err) && errors.Is(err, syscall.ENOSPC) {
+			s.dropBallast()
+		}
+	}()
+	return f()
+}
+
+// Failed returns the error of the first failed commit, or nil.
+func (s *Store) Failed() error {
+	if e := s.failed.Load(); e != nil {
+		return *e
 	}
 	return nil
 }
@@ -280,12 +358,16 @@ func (b *Batch) Keys() uint32 { return b.b.Count() }
 func (b *Batch) Bytes() int   { return b.b.Len() }
 
 // Group commits several batches with one sync (group commit).
-type Group struct{ merged *pebble.Batch }
+type Group struct {
+	merged *pebble.Batch
+	s      *Store
+}
 
 // NewGroup returns a Group; one goroutine uses it at a time.
-func (s *Store) NewGroup() *Group { return &Group{s.db.NewBatch()} }
+func (s *Store) NewGroup() *Group { return &Group{s.db.NewBatch(), s} }
 
-// Commit writes every batch of bs atomically and syncs the WAL once.
+// Commit writes every batch of bs atomically and syncs the WAL once. An
+// error is ErrWriteFailed, as for Batch.Commit.
 func (g *Group) Commit(bs []*Batch) error {
 	if len(bs) == 1 {
 		return bs[0].Commit()
@@ -296,10 +378,7 @@ func (g *Group) Commit(bs []*Batch) error {
 			return wrapPebble("commit", err)
 		}
 	}
-	if err := g.merged.Commit(pebble.Sync); err != nil {
-		return wrapPebble("commit", err)
-	}
-	return nil
+	return g.s.commit(func() error { return g.merged.Commit(pebble.Sync) })
 }
 
 // Close releases g.
@@ -336,8 +415,23 @@ func (l pebbleLogger) Infof(format string, args ...any) {}
 func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.log.Error("journal: pebble: " + fmt.Sprintf(format, args...))
 }
+// Fatalf is Pebble's "cannot go on": Pebble does not expect it to
+// return. It panics with a pebbleFatal, which Store.commit turns into
+// ErrWriteFailed when a commit is what cannot go on.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := "journal: pebble: " + fmt.Sprintf(format, args...)
-	l.log.Error(msg)
-	panic(msg)
+	fe := pebbleFatal{msg: "pebble: " + fmt.Sprintf(format, args...), cause: errors.New("fatal")}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			fe.cause = err
+		}
+	}
+	l.log.Error("journal: " + fe.msg)
+	panic(fe)
 }
+
+type pebbleFatal struct {
+	msg   string
+	cause error
+}
+
+func (f pebbleFatal) String() string { return f.msg }
