@@ -63,7 +63,7 @@ type Store struct {
 	replayed  int           // commands Load replayed
 	replayDur time.Duration // and how long loading and replaying took
 
-	corruptions atomic.Int64 // damaged blocks Pebble met since Open
+	corruptions atomic.Int64          // damaged blocks Pebble met since Open
 	failed      atomic.Pointer[error] // the first failed commit (ErrWriteFailed); nil: none
 	reserve     int64                 // bytes kept free (space.go); 0 when read-only
 
@@ -415,6 +415,7 @@ func (l pebbleLogger) Infof(format string, args ...any) {}
 func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.log.Error("journal: pebble: " + fmt.Sprintf(format, args...))
 }
+
 // Fatalf is Pebble's "cannot go on": Pebble does not expect it to
 // return. It panics with a pebbleFatal, which Store.commit turns into
 // ErrWriteFailed when a commit is what cannot go on.
