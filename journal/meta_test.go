@@ -121,3 +121,17 @@ func TestNeverFreshAgain(t *testing.T) {
 		t.Fatalf("load of an emptied directory: got %v, want ErrCorrupt", err)
 	}
 }
+
+// TestLocked: a second open of a directory in use says it is locked by
+// another process.
+func TestLocked(t *testing.T) {
+	dir := t.TempDir()
+	s, _, err := openLoad(t, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("second open: got %v, want ErrLocked saying it is locked by another process", err)
+	}
+}

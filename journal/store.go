@@ -25,6 +25,8 @@ var (
 	ErrCorrupt = errors.New("journal: corrupt data")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("journal: closed")
+	// ErrLocked: another process (or this one) has the directory open.
+	ErrLocked = errors.New("journal: data directory locked")
 	// ErrWriteFailed: a commit could not be written or synced (a full
 	// disk, an I/O error). Pebble cannot commit again after one; what was
 	// committed before is durable, the failed batch and anything after it
@@ -140,6 +142,9 @@ func Open(o Options) (*Store, error) {
 		s.closeFS()
 		if errors.Is(err, fs.ErrNotExist) { // a file the manifest names is gone
 			return nil, fmt.Errorf("%w: open %s: %w", ErrCorrupt, o.Dir, err)
+		}
+		if errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held by current process") {
+			return nil, fmt.Errorf("journal: %s is locked by another process (an exchanged running on it: stop it first): %w", o.Dir, ErrLocked)
 		}
 		return nil, wrapPebble(fmt.Sprintf("open %s", o.Dir), err)
 	}
