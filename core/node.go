@@ -209,15 +209,8 @@ func (n *Node) Store() *journal.Store { return n.store }
 // for a client goes through Balances).
 func (n *Node) Accounts() *engine.Accounts { return n.st.Accounts }
 
-// Markets returns every market spec, indexed by ID.
-func (n *Node) Markets() []*engine.MarketSpec { return n.st.Markets }
-
 // Shards returns the number of market shards (the ledger shard is one more).
 func (n *Node) Shards() int { return n.nMarket }
-
-// Engines returns every engine, market shards then the ledger. They may be
-// read only while the node is stopped (tests).
-func (n *Node) Engines() []*engine.Engine { return n.st.Engines }
 
 // Seqs returns each shard's last flushed sequence, market shards then the
 // ledger.
