@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
 
 	"github.com/weexcore/exchange/config"
@@ -19,16 +20,20 @@ import (
 // The admin API (SPEC §1) is not a hot path: it decodes with goccy/go-json
 // through config.Decode.
 
-// adminEndpoints is the admin API.
+// adminEndpoints is the admin API and the operators' endpoints.
 func adminEndpoints() []*endpoint {
 	a := func(method, path string, h handler) *endpoint { return &endpoint{method: method, path: path, h: h} }
+	metrics := &endpoint{method: "GET", path: "/metrics", h: handleMetrics, beforeStart: true,
+		contentType: string(expfmt.FmtText)}
+	healthz := &endpoint{method: "GET", path: "/healthz", h: handleHealthz, noToken: true, beforeStart: true}
+	readyz := &endpoint{method: "GET", path: "/readyz", h: handleReadyz, noToken: true, beforeStart: true}
 	return []*endpoint{
 		a("POST", "/admin/v1/users", handleAdminUser),
 		a("POST", "/admin/v1/deposit", handleAdminDeposit),
 		a("POST", "/admin/v1/withdraw", handleAdminWithdraw),
 		a("GET", "/admin/v1/balances", handleAdminBalances),
 		a("GET", "/admin/v1/state", handleAdminState),
-		a("GET", "/admin/v1/metrics", handleAdminMetrics),
+		metrics, healthz, readyz,
 	}
 }
 
@@ -40,7 +45,7 @@ func (s *Server) serveAdminEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	st.nowMs = time.Now().UnixMilli()
 	defer s.end(ctx, st)
 	e := func() *apiError {
-		if subtle.ConstantTimeCompare(ctx.Request.Header.Peek("X-Admin-Token"), s.adminToken) != 1 {
+		if !ep.noToken && !s.adminAuth(&ctx.Request.Header) {
 			return errAdminToken
 		}
 		if len(ctx.Request.Body()) > MaxBodyBytes {
@@ -48,6 +53,9 @@ func (s *Server) serveAdminEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 		}
 		if ep.fail != nil {
 			return ep.fail
+		}
+		if !ep.beforeStart && !s.ready.Load() {
+			return errNotReady
 		}
 		if ctx.IsPost() && !isJSON(ctx.Request.Header.ContentType()) {
 			return errContentType
@@ -59,8 +67,23 @@ func (s *Server) serveAdminEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 		st.buf = writeError(ctx, st.buf, e)
 		return
 	}
-	ctx.Response.Header.SetContentType("application/json")
+	if ep.contentType != "" {
+		ctx.Response.Header.SetContentType(ep.contentType)
+	} else {
+		ctx.Response.Header.SetContentType("application/json")
+	}
 	ctx.SetBody(st.buf)
+}
+
+// adminAuth reports whether h carries the admin token, as X-Admin-Token
+// or as Authorization: Bearer (what a Prometheus scrape sends); compared
+// in constant time.
+func (s *Server) adminAuth(h *fasthttp.RequestHeader) bool {
+	if subtle.ConstantTimeCompare(h.Peek("X-Admin-Token"), s.adminToken) == 1 {
+		return true
+	}
+	tok, ok := bytes.CutPrefix(h.Peek(fasthttp.HeaderAuthorization), []byte("Bearer "))
+	return ok && subtle.ConstantTimeCompare(tok, s.adminToken) == 1
 }
 
 // decodeStrict decodes an admin body as the config is decoded
@@ -233,25 +256,5 @@ func handleAdminState(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred
 		b = strconv.AppendUint(b, q, 10)
 	}
 	st.buf = append(b, "}}"...)
-	return nil
-}
-
-// handleAdminMetrics reports counters that only grow, for operators and
-// the benchmark (which diffs two reads around a load step):
-// restLatencyUs, the REST edge's answer times (latency.go), and
-// walFsyncUs, the journal's WAL fdatasync times (Pebble's measure), each as
-// [[upperBoundUs, count], ...] over non-empty buckets; journal keys and
-// bytes committed since start.
-func handleAdminMetrics(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
-	keys, bytes := s.node.Written()
-	b := append(st.buf, `{"restLatencyUs":`...)
-	b = appendBuckets(b, s.latency.buckets())
-	b = append(b, `,"walFsyncUs":`...)
-	b = appendBuckets(b, nil) // moving to GET /metrics
-	b = append(b, `,"journalKeys":`...)
-	b = strconv.AppendUint(b, keys, 10)
-	b = append(b, `,"journalBytes":`...)
-	b = strconv.AppendUint(b, bytes, 10)
-	st.buf = append(b, '}')
 	return nil
 }

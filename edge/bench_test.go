@@ -183,3 +183,20 @@ func BenchmarkPublicTime(b *testing.B) {
 		s.serveREST(ctx)
 	}
 }
+
+// TestPublicAllocs: a request that touches no shard is routed, limited,
+// answered and observed (its histogram series resolved once) without
+// allocating.
+func TestPublicAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	s := openTestServer(t)
+	for _, uri := range []string{"/api/v3/time", "/api/v3/nothing"} {
+		ctx := requestCtx("GET", uri, "")
+		s.serveREST(ctx)
+		if allocs := testing.AllocsPerRun(1000, func() { s.serveREST(ctx) }); allocs != 0 {
+			t.Errorf("GET %s: %.2f allocations per request, want 0", uri, allocs)
+		}
+	}
+}

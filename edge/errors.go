@@ -75,7 +75,8 @@ var (
 	errSymbolMissing   = newErr(400, codeParamMissing, "parameter symbol is required")
 	errSymbolInvalid   = newErr(400, codeSymbol, "invalid symbol")
 	errStartAfterEnd   = newErr(400, codeStartAfterEnd, "startTime cannot be greater than endTime")
-	errAdminToken      = newErr(401, codeKeyInvalid, "X-Admin-Token header missing or wrong")
+	errAdminToken      = newErr(401, codeKeyInvalid, "admin token missing or wrong: send it as X-Admin-Token or Authorization: Bearer")
+	errNotReady        = newErr(503, codeBusy, "not ready: the server is starting (replaying its journal) or stopping")
 )
 
 // rejectInfo maps an engine reject to its answer: one table (STYLE.md).

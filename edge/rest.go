@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/weexcore/exchange/core"
@@ -24,12 +25,18 @@ type handler func(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 // take the same path through the IP limit as the routes do.
 type endpoint struct {
 	method    string
-	path      string
+	path      string // the route; "other" for the 404 of unknown paths
 	ipWeight  int64
 	uidWeight int64
 	signed    bool
 	h         handler
 	fail      *apiError // answered instead of h (404, 405)
+	obs       observers // REST answer times by status
+
+	// admin endpoints
+	noToken     bool   // served without the admin token (health probes)
+	beforeStart bool   // served before Start has the node
+	contentType string // of a success; "": application/json
 }
 
 // restEndpoints is the REST surface with each endpoint's weights (seed §8
@@ -68,19 +75,51 @@ func restEndpoints() []*endpoint {
 	}
 }
 
+// methodLabels bound the method label of the answers to requests no route
+// takes: any other method is "other".
+var methodLabels = [...]string{"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "other"}
+
+// failSet is the 404 or 405 answer of one path, as an endpoint per method
+// label (the metrics tell them apart).
+type failSet [len(methodLabels)]*endpoint
+
+func newFailSet(path string, e *apiError, h *prometheus.HistogramVec) *failSet {
+	var fs failSet
+	for i, m := range methodLabels {
+		fs[i] = &endpoint{method: m, path: path, ipWeight: 1, fail: e, obs: observers{h: h}}
+	}
+	return &fs
+}
+
+func (fs *failSet) of(method []byte) *endpoint {
+	for i, m := range methodLabels[:len(methodLabels)-1] {
+		if string(method) == m {
+			return fs[i]
+		}
+	}
+	return fs[len(methodLabels)-1]
+}
+
 // newRouter routes each endpoint by its method and path, and answers what
 // no route matches from one place, the router's NotFound (404 -1000) and
 // MethodNotAllowed (405 -1150), through serve, so that such requests are
-// weighed, limited and reported like any other. Paths match exactly as
+// weighed, limited and observed like any other. Paths match exactly as
 // sent, which is what clients sign: no redirects to a fixed case or
-// slash, and no HEAD or OPTIONS answers the API does not define.
+// slash, and no HEAD or OPTIONS answers the API does not define. h (nil:
+// none) observes the answer times.
 //
 // The router's tree keeps a path's trailing-slash twin for its redirects
 // and cannot hold both ("/api/v3/account" and ccxt's "/api/v3/account/"),
 // so twins go to a second router, which the first falls through to.
-func newRouter(eps []*endpoint, serve func(*fasthttp.RequestCtx, *endpoint)) *router.Router {
-	notFound := &endpoint{ipWeight: 1, fail: errNotFound}
-	methodNotAllowed := &endpoint{ipWeight: 1, fail: errMethod}
+func newRouter(eps []*endpoint, serve func(*fasthttp.RequestCtx, *endpoint), h *prometheus.HistogramVec) *router.Router {
+	notFound := newFailSet("other", errNotFound, h)
+	wrongMethod := map[string]*failSet{"": newFailSet("other", errMethod, h)}
+	for _, e := range eps {
+		e.obs.h = h
+		if wrongMethod[e.path] == nil {
+			wrongMethod[e.path] = newFailSet(e.path, errMethod, h)
+		}
+	}
 	newR := func() *router.Router {
 		r := router.New()
 		r.RedirectTrailingSlash = false
@@ -99,7 +138,11 @@ func newRouter(eps []*endpoint, serve func(*fasthttp.RequestCtx, *endpoint)) *ro
 				}
 			}
 			ctx.Response.Header.SetBytesV("Allow", allow)
-			serve(ctx, methodNotAllowed)
+			fs := wrongMethod[string(ctx.Request.URI().PathOriginal())] // the router's path
+			if fs == nil {
+				fs = wrongMethod[""]
+			}
+			serve(ctx, fs.of(ctx.Method()))
 		}
 		return r
 	}
@@ -116,7 +159,7 @@ func newRouter(eps []*endpoint, serve func(*fasthttp.RequestCtx, *endpoint)) *ro
 		r.Handle(e.method, e.path, func(ctx *fasthttp.RequestCtx) { serve(ctx, e) })
 	}
 	first.NotFound = twins.Handler
-	twins.NotFound = func(ctx *fasthttp.RequestCtx) { serve(ctx, notFound) }
+	twins.NotFound = func(ctx *fasthttp.RequestCtx) { serve(ctx, notFound.of(ctx.Method())) }
 	return first
 }
 
@@ -183,7 +226,7 @@ func (s *Server) serveEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	st := statePool.Get().(*reqState)
 	start := time.Now()
 	st.nowMs = start.UnixMilli()
-	defer func() { s.latency.record(time.Since(start)) }()
+	defer s.observe(ctx, ep, start) // after end: a panic's 500 is observed
 	defer s.end(ctx, st)
 	if e := s.dispatch(ctx, st, ep); e != nil {
 		st.buf = writeError(ctx, st.buf, e)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/weexcore/exchange/config"
@@ -64,7 +65,8 @@ type Server struct {
 	adminRouter  *router.Router
 	coinsBody    []byte
 	maxUID       atomic.Int64 // highest uid registered or taken by an admin registration
-	latency      latencyHist  // REST answer times (admin /metrics)
+	registry     *prometheus.Registry
+	ready        atomic.Bool // Start is done and Shutdown not begun (GET /readyz)
 	logf         func(format string, args ...any)
 
 	rest, admin *fasthttp.Server
@@ -113,8 +115,10 @@ func New(o Options) (*Server, error) {
 		s.bySymbol[sp.Symbol] = m
 	}
 	s.coinsBody = s.appendCoins(nil)
-	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint)
-	s.adminRouter = newRouter(adminEndpoints(), s.serveAdminEndpoint)
+	reg, durations := newRegistry()
+	s.registry = reg
+	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint, durations)
+	s.adminRouter = newRouter(adminEndpoints(), s.serveAdminEndpoint, nil)
 	return s, nil
 }
 
@@ -122,11 +126,28 @@ func New(o Options) (*Server, error) {
 func (s *Server) OnAddUser(c *engine.Cmd) { s.onAddUser(c) }
 
 // Start takes the running node: it registers the config's users and, on a
-// new data directory, credits their deposits. The node must have been
-// opened with s.OnAddUser.
+// new data directory, credits their deposits; then the node's metrics are
+// exported and GET /readyz answers 200. The node must have been opened
+// with s.OnAddUser.
 func (s *Server) Start(node *core.Node) error {
 	s.node, s.store = node, node.Store()
-	return s.bootstrap(s.store.Seeding())
+	if err := s.bootstrap(s.store.Seeding()); err != nil {
+		return err
+	}
+	if err := registerAll(s.registry, node.Collectors()); err != nil {
+		return fmt.Errorf("edge: node metrics: %w", err)
+	}
+	s.ready.Store(true)
+	return nil
+}
+
+func registerAll(reg *prometheus.Registry, cs []prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // onAddUser runs on the ledger goroutine for every applied CmdAddUser, live
@@ -312,31 +333,47 @@ func (s *Server) Addrs() (rest, admin string) {
 	return s.restLn.Addr().String(), s.adminLn.Addr().String()
 }
 
-// Serve serves both listeners until Shutdown.
-func (s *Server) Serve() {
-	s.rest = s.newHTTPServer(s.serveREST, "exchanged")
+// ServeAdmin serves the admin listener until Shutdown, before Start if
+// need be: health, readiness and metrics answer during start-up, the
+// admin API 503 until Start is done.
+func (s *Server) ServeAdmin() {
+	if s.admin != nil {
+		return
+	}
 	s.admin = s.newHTTPServer(s.serveAdmin, "exchanged-admin")
-	s.serveWG.Add(2)
-	go func() { defer s.serveWG.Done(); s.rest.Serve(newLimitListener(s.restLn, maxConnsPerIP)) }()
+	s.serveWG.Add(1)
 	go func() { defer s.serveWG.Done(); s.admin.Serve(newLimitListener(s.adminLn, maxConnsPerIP)) }()
+}
+
+// Serve serves the REST listener, and the admin one unless ServeAdmin
+// did, until Shutdown.
+func (s *Server) Serve() {
+	s.ServeAdmin()
+	s.rest = s.newHTTPServer(s.serveREST, "exchanged")
+	s.serveWG.Add(1)
+	go func() { defer s.serveWG.Done(); s.rest.Serve(newLimitListener(s.restLn, maxConnsPerIP)) }()
 }
 
 // Shutdown stops accepting and lets in-flight requests finish; the caller
 // then closes the node (drain, sync, snapshot).
 func (s *Server) Shutdown(timeout time.Duration) error {
+	s.ready.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if s.rest != nil {
-		s.rest.ShutdownWithContext(ctx)
-		s.admin.ShutdownWithContext(ctx)
-		// A Serve goroutine that had not reached fasthttp's Serve yet (a
-		// signal right after ready) registered no listener for fasthttp's
-		// Shutdown to close, and would accept forever: closing them here
-		// makes it return (a second close is harmless).
-		s.restLn.Close()
-		s.adminLn.Close()
-		s.serveWG.Wait()
+	// A Serve goroutine that had not reached fasthttp's Serve yet (a
+	// signal right after ready) registered no listener for fasthttp's
+	// Shutdown to close, and would accept forever: closing the listeners
+	// here makes it return (a second close is harmless).
+	for _, srv := range []struct {
+		h  *fasthttp.Server
+		ln net.Listener
+	}{{s.rest, s.restLn}, {s.admin, s.adminLn}} {
+		if srv.h != nil {
+			srv.h.ShutdownWithContext(ctx)
+			srv.ln.Close()
+		}
 	}
+	s.serveWG.Wait()
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package load
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
 )
 
@@ -29,6 +33,18 @@ func (a *Admin) post(path string, body any, out any) error {
 
 // do sends one admin request (body nil: none) and decodes the answer into out.
 func (a *Admin) do(method, path string, body []byte, out any) error {
+	b, err := a.raw(method, path, body)
+	if err != nil || out == nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("load: admin %s: %v in %s", path, err, sample(b))
+	}
+	return nil
+}
+
+// raw sends one admin request (body nil: none) and returns the answer's body.
+func (a *Admin) raw(method, path string, body []byte) ([]byte, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -40,46 +56,77 @@ func (a *Admin) do(method, path string, body []byte, out any) error {
 		req.SetBody(body)
 	}
 	if err := a.c.DoTimeout(req, resp, 30*time.Second); err != nil {
-		return fmt.Errorf("load: admin %s: %v", path, err)
+		return nil, fmt.Errorf("load: admin %s: %v", path, err)
 	}
 	if resp.StatusCode() != fasthttp.StatusOK {
-		return fmt.Errorf("load: admin %s: HTTP %d: %s", path, resp.StatusCode(), sample(resp.Body()))
+		return nil, fmt.Errorf("load: admin %s: HTTP %d: %s", path, resp.StatusCode(), sample(resp.Body()))
 	}
-	if out != nil {
-		if err := json.Unmarshal(resp.Body(), out); err != nil {
-			return fmt.Errorf("load: admin %s: %v in %s", path, err, sample(resp.Body()))
-		}
-	}
-	return nil
+	return append([]byte(nil), resp.Body()...), nil
 }
 
-// Metrics are the server's growing counters (GET /admin/v1/metrics).
+// Metrics are the server's growing counters, read from its GET /metrics.
 type Metrics struct {
-	RESTLatency Hist // REST answers by the server's own answer time
+	RESTLatency Hist // REST answers (every endpoint and status) by the server's own answer time
 	WALSync     Hist // the journal's WAL fdatasyncs by duration
 }
 
 // Hist is a latency histogram: bucket upper bound in µs (0: unbounded) ->
-// how many fell in the bucket.
+// how many fell in the bucket (since the bucket below).
 type Hist map[int64]uint64
+
+// The Prometheus histograms Metrics reads.
+const (
+	metricREST    = "exchanged_http_request_duration_seconds"
+	metricWALSync = "exchanged_wal_fsync_seconds"
+)
 
 // Metrics reads the server's counters.
 func (a *Admin) Metrics() (Metrics, error) {
-	var r struct {
-		RestLatencyUs [][2]uint64
-		WalFsyncUs    [][2]uint64
-	}
-	if err := a.do(fasthttp.MethodGet, "/admin/v1/metrics", nil, &r); err != nil {
+	b, err := a.raw(fasthttp.MethodGet, "/metrics", nil)
+	if err != nil {
 		return Metrics{}, err
 	}
-	hist := func(bs [][2]uint64) Hist {
-		h := make(Hist, len(bs))
-		for _, b := range bs {
-			h[int64(b[0])] = b[1]
-		}
+	return ParseMetrics(b)
+}
+
+// ParseMetrics reads Metrics from a Prometheus text exposition: each
+// histogram's series summed (the REST one has one per endpoint, method
+// and status) into buckets of their own.
+func ParseMetrics(text []byte) (Metrics, error) {
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return Metrics{}, fmt.Errorf("load: metrics: %v", err)
+	}
+	return Metrics{RESTLatency: histOf(mfs[metricREST]), WALSync: histOf(mfs[metricWALSync])}, nil
+}
+
+// histOf sums the series of a histogram family and turns the cumulative
+// buckets into counts per bucket, bounds in µs (rounded; +Inf is 0).
+func histOf(mf *dto.MetricFamily) Hist {
+	h := Hist{}
+	if mf == nil {
 		return h
 	}
-	return Metrics{RESTLatency: hist(r.RestLatencyUs), WALSync: hist(r.WalFsyncUs)}, nil
+	for _, m := range mf.Metric {
+		hm := m.GetHistogram()
+		if hm == nil {
+			continue
+		}
+		var below uint64
+		bs := slices.Clone(hm.Bucket)
+		slices.SortFunc(bs, func(x, y *dto.Bucket) int { return cmp.Compare(x.GetUpperBound(), y.GetUpperBound()) })
+		for _, b := range bs {
+			ub, c := b.GetUpperBound(), b.GetCumulativeCount()
+			if math.IsInf(ub, 1) {
+				continue
+			}
+			h[int64(math.Round(ub*1e6))] += c - below // every bound, empty or not: Top
+			below = c
+		}
+		h[0] += hm.GetSampleCount() - below
+	}
+	return h
 }
 
 // Since returns the counts of m accrued after prev (an earlier read).
@@ -87,15 +134,24 @@ func (m Metrics) Since(prev Metrics) Metrics {
 	return Metrics{RESTLatency: m.RESTLatency.Since(prev.RESTLatency), WALSync: m.WALSync.Since(prev.WALSync)}
 }
 
-// Since returns the counts of h accrued after prev (an earlier read).
+// Since returns the counts of h accrued after prev (an earlier read),
+// with every bound of h.
 func (h Hist) Since(prev Hist) Hist {
 	d := make(Hist, len(h))
 	for ub, n := range h {
-		if n > prev[ub] {
-			d[ub] = n - prev[ub]
-		}
+		d[ub] = n - min(n, prev[ub])
 	}
 	return d
+}
+
+// Top returns the highest bound of h: the unbounded bucket holds what
+// took longer.
+func (h Hist) Top() time.Duration {
+	var top int64
+	for ub := range h {
+		top = max(top, ub)
+	}
+	return time.Duration(top) * time.Microsecond
 }
 
 // Count returns how many h counts.

@@ -23,7 +23,8 @@ type StepResult struct {
 	// server's file system): other users' disk traffic shows up here.
 	DiskP50, DiskMax time.Duration
 	// Served is what the server itself counted during the step (its
-	// admin metrics, diffed): its own answer times and its WAL syncs.
+	// GET /metrics histograms, diffed): its own answer times and its WAL
+	// syncs.
 	// Nil when the target has none (the bare handler).
 	Served *load.Metrics
 	Pass   bool

@@ -656,8 +656,9 @@ func walSyncs(m *load.Metrics) string {
 }
 
 // quantiles formats the p50, p99 and max of h in ms: the upper bounds of
-// their buckets. The max tells one stall (a slow fdatasync holds every
-// request behind it) from a slow tail.
+// their buckets, so estimates at the histogram's resolution. The max
+// tells one stall (a slow fdatasync holds every request behind it) from a
+// slow tail.
 func quantiles(h load.Hist) string {
 	if h.Count() == 0 {
 		return ""
@@ -666,7 +667,7 @@ func quantiles(h load.Hist) string {
 		if d := h.Quantile(q); d >= 0 {
 			return load.FormatLatency(d)
 		}
-		return ">1000"
+		return ">" + load.FormatLatency(h.Top())
 	}
 	return f(0.5) + " / " + f(0.99) + " / " + f(1)
 }

@@ -428,32 +428,18 @@ func TestConcurrentBatches(t *testing.T) {
 		}(u)
 	}
 	wg.Wait()
-	// the admin metrics counted (at least) these 40 REST answers, in
-	// non-empty buckets whose bounds grow (0, unbounded, only last)
-	var m struct {
-		RestLatencyUs [][2]int64
-		WalFsyncUs    [][2]int64
-		JournalKeys   int64
-		JournalBytes  int64
+	// GET /metrics counted (at least) these 40 answers, the journal's
+	// writes, and the WAL syncs every acknowledged batch waited for
+	m := s.metrics()
+	if n := durationCount(m, "/api/v3/order/batch", "POST", "200"); n < 40 {
+		t.Errorf("metrics: %d batch answers counted, want >= 40", n)
 	}
-	s.ok(req{method: "GET", path: "/admin/v1/metrics", admin: true}, &m)
-	var answered, prev int64
-	for i, b := range m.RestLatencyUs {
-		if b[1] <= 0 || b[0] == 0 && i != len(m.RestLatencyUs)-1 || b[0] != 0 && b[0] <= prev {
-			t.Errorf("metrics: bucket %v after bound %d", b, prev)
-		}
-		prev = b[0]
-		answered += b[1]
+	keys, bytes := metricValue(m, "exchanged_journal_written_keys_total"), metricValue(m, "exchanged_journal_written_bytes_total")
+	if keys <= 0 || bytes <= keys {
+		t.Errorf("metrics: journal %v keys %v bytes", keys, bytes)
 	}
-	if answered < 40 || m.JournalKeys <= 0 || m.JournalBytes <= m.JournalKeys {
-		t.Errorf("metrics: %d REST answers counted (want >= 40), journal %d keys %d bytes", answered, m.JournalKeys, m.JournalBytes)
-	}
-	var syncs int64 // every acknowledged order waited for one
-	for _, b := range m.WalFsyncUs {
-		syncs += b[1]
-	}
-	if syncs == 0 {
-		t.Errorf("metrics: no WAL fsyncs counted: %v", m.WalFsyncUs)
+	if histCount(m, "exchanged_wal_fsync_seconds") == 0 {
+		t.Errorf("metrics: no WAL fsyncs counted")
 	}
 	var bals []struct{ Coin, Available, Frozen string }
 	s.ok(req{method: "GET", path: "/admin/v1/balances?uid=1", admin: true}, &bals)

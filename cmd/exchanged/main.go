@@ -78,6 +78,13 @@ func main() {
 	if err != nil {
 		logger.Fatal(err)
 	}
+	// Both addresses are bound before the replay, so that a taken port
+	// fails the start at once; the admin listener serves during it
+	// (/healthz, /readyz 503, /metrics), the REST one once it is done.
+	if err := s.Listen(*listen, *adminListen); err != nil {
+		logger.Fatal(err)
+	}
+	s.ServeAdmin()
 	coins, specs, _ := cfg.EngineSpecs()
 	slogger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: walio.All()},
@@ -87,10 +94,6 @@ func main() {
 		logger.Fatal(err)
 	}
 	if err := s.Start(node); err != nil {
-		node.Close()
-		logger.Fatal(err)
-	}
-	if err := s.Listen(*listen, *adminListen); err != nil {
 		node.Close()
 		logger.Fatal(err)
 	}
