@@ -75,13 +75,13 @@ func (s *Server) observe(ctx *fasthttp.RequestCtx, ep *endpoint, start time.Time
 func handleMetrics(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
 	mfs, err := s.registry.Gather()
 	if err != nil { // a collector failed: the others are still written
-		s.logf("edge: metrics: %v", err)
+		s.log.Warn("edge: metrics: a collector failed", "err", err)
 	}
 	w := bytes.NewBuffer(st.buf)
 	enc := expfmt.NewEncoder(w, expfmt.FmtText)
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
-			s.logf("edge: metrics: %v", err)
+			s.log.Error("edge: metrics: encoding failed", "err", err)
 			return errInternal
 		}
 	}

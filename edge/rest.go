@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -200,7 +201,8 @@ const (
 // deferred itself: recover works only in the deferred call.
 func (s *Server) end(ctx *fasthttp.RequestCtx, st *reqState) {
 	if p := recover(); p != nil {
-		s.logf("edge: panic serving %s %s: %v", ctx.Method(), ctx.Path(), p)
+		s.log.Error("edge: panic serving a request", "method", string(ctx.Method()), "path", string(ctx.Path()),
+			"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		ctx.Response.Reset()
 		writeError(ctx, st.buf, errInternal)
 	}

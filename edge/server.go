@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -26,7 +27,7 @@ type Options struct {
 	AdminToken  string        // "": the config's admin_token
 	RecvWindow  time.Duration // accepted |now - ACCESS-TIMESTAMP|; 0: 30 s
 	WaitTimeout time.Duration // longest wait for a command to be durable; 0: 5 s
-	Logf        func(format string, args ...any)
+	Logger      *slog.Logger  // nil: discard
 }
 
 // MaxBodyBytes bounds request bodies (SPEC §3: larger ones get 413).
@@ -67,7 +68,7 @@ type Server struct {
 	maxUID       atomic.Int64 // highest uid registered or taken by an admin registration
 	registry     *prometheus.Registry
 	ready        atomic.Bool // Start is done and Shutdown not begun (GET /readyz)
-	logf         func(format string, args ...any)
+	log          *slog.Logger
 
 	rest, admin *fasthttp.Server
 	restLn      net.Listener
@@ -94,8 +95,8 @@ func New(o Options) (*Server, error) {
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = 5 * time.Second
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.AdminToken == "" {
 		o.AdminToken = o.Config.AdminToken
@@ -107,7 +108,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{cfg: o.Config, keys: newKeyTable(), coins: coins, specs: specs,
 		bySymbol: map[string]*market{}, ipLim: newLimiter(), uidLim: newLimiter(),
 		recvWindowMs: o.RecvWindow.Milliseconds(), waitTimeout: o.WaitTimeout,
-		adminToken: []byte(o.AdminToken), logf: o.Logf}
+		adminToken: []byte(o.AdminToken), log: o.Logger}
 	for i, sp := range specs {
 		m := &market{spec: sp, cfg: &o.Config.Spot[i]}
 		m.info = s.appendSymbolInfo(nil, m)

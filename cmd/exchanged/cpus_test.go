@@ -30,13 +30,13 @@ func TestCPUsFlag(t *testing.T) {
 	}
 	s.ok(req{method: "GET", path: "/api/v3/time"}, nil)
 	s.stop()
-	if !strings.Contains(s.log.String(), "cpus 0: 2 Go processors") { // read once the server has exited
-		t.Errorf("log %q: want one Go processor more than CPUs (cpus 0: 2 Go processors)", s.log.String())
+	if !strings.Contains(s.log.String(), "msg=cpus cpus=0 procs=2\n") { // read once the server has exited
+		t.Errorf("log %q: want one Go processor more than CPUs (msg=cpus cpus=0 procs=2)", s.log.String())
 	}
 
 	for _, bad := range []string{"x", "1-0", "1023"} {
 		out, err := exec.Command(binPath, "-cpus", bad, "-data", t.TempDir()).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "-cpus: ") {
+		if err == nil || !strings.Contains(string(out), "flag=-cpus") {
 			t.Errorf("-cpus %s: %v, output %q; want a failed start naming -cpus", bad, err, out)
 		}
 	}

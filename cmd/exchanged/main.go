@@ -4,8 +4,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -22,7 +20,11 @@ import (
 	"github.com/weexcore/exchange/journal"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run starts the server and serves until SIGTERM or SIGINT; it returns the
+// exit status. Every line it logs is one slog text record on stderr.
+func run() int {
 	configPath := flag.String("config", "", "config JSON file (default: the embedded demo config)")
 	dataDir := flag.String("data", "./data", "data directory (journal and snapshots)")
 	listen := flag.String("listen", "127.0.0.1:8080", "REST address (spot and contract families)")
@@ -33,90 +35,99 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs one processor more than CPUs")
 	flag.Parse()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	fail := func(msg string, args ...any) int {
+		logger.Error(msg, args...)
+		return 1
+	}
 	if *cpus != "" {
 		// Before the re-execution: the new process inherits the set (and
 		// restricts itself again, for its processors).
 		//
-		// One Go processor more than CPUs. The journal's sync slot and its
+		// One Go processor more than CPUs: the journal's sync slot and its
 		// WAL syncs' completions reach their goroutines through the
 		// netpoller, which a busy processor polls only once its run queue
-		// is empty, so under load they waited behind the requests queued
-		// meanwhile. The spare processor waits in the netpoller and takes
-		// them when they come; the kernel runs its thread on the same CPUs
-		// (under -cpus 0 the same one, so no wake-up crosses CPUs).
-		// Measured with one CPU only: bench/LOG.md, "One Go processor
-		// more than CPUs".
+		// is empty. The spare processor waits in the netpoller and takes
+		// them when they come, on the same CPUs.
 		set, err := affinity.Parse(*cpus)
 		if err == nil {
 			err = affinity.Restrict(set, set.Count()+1)
 		}
 		if err != nil {
-			log.Fatalf("-cpus: %v", err)
+			return fail("invalid flag", "flag", "-cpus", "err", err)
 		}
 	}
 	reexecForSysmon()
+	// Nothing is logged before this point: a re-executed process would
+	// log it twice.
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			log.Fatalf("cpuprofile: %v", err)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatalf("cpuprofile: %v", err)
+		if err != nil {
+			return fail("invalid flag", "flag", "-cpuprofile", "err", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-
-	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	if *cpus != "" {
-		logger.Printf("cpus %s: %d Go processors", *cpus, runtime.GOMAXPROCS(0))
+		logger.Info("cpus", "cpus", *cpus, "procs", runtime.GOMAXPROCS(0))
 	}
 	cfg, err := config.LoadConfig(*configPath)
 	if err != nil {
-		logger.Fatal(err)
+		return fail("config", "err", err)
 	}
-	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logf: logger.Printf})
+	configName := *configPath
+	if configName == "" {
+		configName = "embedded"
+	}
+	logger.Info("starting", "config", configName, "data", *dataDir, "pid", os.Getpid())
+	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger})
 	if err != nil {
-		logger.Fatal(err)
+		return fail("edge", "err", err)
 	}
 	// Both addresses are bound before the replay, so that a taken port
 	// fails the start at once; the admin listener serves during it
 	// (/healthz, /readyz 503, /metrics), the REST one once it is done.
 	if err := s.Listen(*listen, *adminListen); err != nil {
-		logger.Fatal(err)
+		return fail("listen", "err", err)
 	}
 	s.ServeAdmin()
 	coins, specs, _ := cfg.EngineSpecs()
-	slogger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: walio.All()},
 		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID},
-		core.Options{Logger: slogger, OnAddUser: s.OnAddUser})
+		core.Options{Logger: logger, OnAddUser: s.OnAddUser})
 	if err != nil {
-		logger.Fatal(err)
+		s.Shutdown(5 * time.Second)
+		return fail("start", "err", err)
 	}
 	if err := s.Start(node); err != nil {
+		s.Shutdown(5 * time.Second)
 		node.Close()
-		logger.Fatal(err)
+		return fail("start", "err", err)
 	}
 	if *configPath == "" {
+		// The embedded config's demo credentials are public (README.md);
+		// no other secret is logged.
 		for _, u := range cfg.Users {
-			logger.Printf("demo user uid=%d apiKey=%s secretKey=%s passphrase=%s", u.UID, u.APIKey, u.SecretKey, u.Passphrase)
+			logger.Info("demo user", "uid", u.UID, "apiKey", u.APIKey, "secretKey", u.SecretKey, "passphrase", u.Passphrase)
 		}
 	}
-	// Catch SIGTERM/SIGINT before saying ready: whoever waits for "ready"
-	// may stop us at once, and must get the clean shutdown (TestRateLimit,
-	// done within 40 ms of ready, once got the default action: death by it).
+	// SIGTERM and SIGINT are caught before "ready": whoever waits for it
+	// may stop the server at once, and must get the clean shutdown.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	s.Serve()
 	rest, admin := s.Addrs()
-	logger.Printf("ready rest=%s admin=%s", rest, admin)
+	logger.Info("ready", "rest", rest, "admin", admin) // msg=ready rest=ADDR admin=ADDR
 
 	got := <-sig
-	logger.Printf("%v: shutting down", got)
+	logger.Info("shutting down", "signal", got.String())
 	s.Shutdown(30 * time.Second)
 	if err := node.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "exchanged: shutdown:", err)
-		os.Exit(1)
+		return fail("shutdown", "err", err)
 	}
-	logger.Printf("stopped")
+	logger.Info("stopped")
+	return 0
 }
