@@ -34,6 +34,8 @@ func run() int {
 	shards := flag.Int("shards", 0, "market shards for a new data directory (0: one per CPU)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs one processor more than CPUs")
+	ioTuning := flag.String("io-tuning", "all", "storage tunings under Pebble: all, none, or a list of spare,aio,pace-tables,pace-removal (docs/DESIGN.md)")
+	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -58,7 +60,14 @@ func run() int {
 			return fail("invalid flag", "flag", "-cpus", "err", err)
 		}
 	}
-	reexecForSysmon()
+	tuning, err := walio.ParseTuning(*ioTuning)
+	if err != nil {
+		return fail("invalid flag", "flag", "-io-tuning", "err", err)
+	}
+	var reexecErr error
+	if *sysmonPoll {
+		reexecErr = reexecForSysmon()
+	}
 	// Nothing is logged before this point: a re-executed process would
 	// log it twice.
 	if *cpuProfile != "" {
@@ -82,7 +91,17 @@ func run() int {
 	if configName == "" {
 		configName = "embedded"
 	}
-	logger.Info("starting", "config", configName, "data", *dataDir, "pid", os.Getpid())
+	logger.Info("starting", "config", configName, "data", *dataDir, "pid", os.Getpid(), "ioTuning", tuning.String())
+	switch reexecuted, godebug := sysmonState(); {
+	case reexecErr != nil:
+		logger.Warn("sysmon poll: the re-execution failed; running as started", "err", reexecErr, "godebug", godebug)
+	case *sysmonPoll && reexecuted:
+		logger.Info("sysmon poll: re-executed with GODEBUG="+sysmonSetting+" (off: -sysmon-poll=false)", "godebug", godebug)
+	case *sysmonPoll:
+		logger.Info("sysmon poll: GODEBUG names schedtrace already; not re-executed", "godebug", godebug)
+	default:
+		logger.Info("sysmon poll: off (-sysmon-poll=false)", "godebug", godebug)
+	}
 	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger})
 	if err != nil {
 		return fail("edge", "err", err)
@@ -95,7 +114,7 @@ func run() int {
 	}
 	s.ServeAdmin()
 	coins, specs, _ := cfg.EngineSpecs()
-	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: walio.All()},
+	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: tuning},
 		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID},
 		core.Options{Logger: logger, OnAddUser: s.OnAddUser})
 	if err != nil {

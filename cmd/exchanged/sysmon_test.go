@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,26 +28,47 @@ func godebugOf(t *testing.T, s *server) string {
 }
 
 // TestSysmonSetting: the server re-executes itself with schedtrace added to
-// GODEBUG (sysmon.go), keeping the GODEBUG it was given, and leaves a
-// GODEBUG that names schedtrace alone.
+// GODEBUG (sysmon.go), keeping the GODEBUG it was given, and says so in its
+// log; it leaves a GODEBUG that names schedtrace alone, and does nothing
+// under -sysmon-poll=false.
 func TestSysmonSetting(t *testing.T) {
-	t.Setenv("GODEBUG", "")
-	s := startServer(t, "")
-	if got := godebugOf(t, s); got != sysmonSetting {
-		t.Errorf("GODEBUG = %q, want %q", got, sysmonSetting)
+	for _, c := range []struct {
+		godebug string
+		args    []string
+		want    string // GODEBUG of the running server
+		log     string
+	}{
+		{"", nil, sysmonSetting, `msg="sysmon poll: re-executed with GODEBUG=` + sysmonSetting + ` (off: -sysmon-poll=false)" godebug="` + sysmonSetting + `"` + "\n"},
+		{"madvdontneed=1", nil, sysmonSetting + ",madvdontneed=1", `msg="sysmon poll: re-executed with GODEBUG=`},
+		{"schedtrace=0", nil, "schedtrace=0", `msg="sysmon poll: GODEBUG names schedtrace already; not re-executed" godebug="schedtrace=0"`},
+		{"", []string{"-sysmon-poll=false"}, "", `msg="sysmon poll: off (-sysmon-poll=false)" godebug=""`},
+	} {
+		t.Setenv("GODEBUG", c.godebug)
+		s := startServer(t, "", c.args...)
+		if got := godebugOf(t, s); got != c.want {
+			t.Errorf("GODEBUG %q %v: the server has GODEBUG %q, want %q", c.godebug, c.args, got, c.want)
+		}
+		s.stop()
+		if n := strings.Count(s.log.String(), "msg=starting "); n != 1 || !strings.Contains(s.log.String(), c.log) {
+			t.Errorf("GODEBUG %q %v: %d start lines, want 1 and %q in:\n%s", c.godebug, c.args, n, c.log, s.log)
+		}
 	}
-	s.stop()
+}
 
-	t.Setenv("GODEBUG", "madvdontneed=1")
-	s = startServer(t, "")
-	if got, want := godebugOf(t, s), sysmonSetting+",madvdontneed=1"; got != want {
-		t.Errorf("GODEBUG = %q, want %q", got, want)
+// TestIOTuningFlag: -io-tuning is parsed, logged at start and given to the
+// journal (the server serves with any set); a bad value stops the start
+// with a message naming the flag.
+func TestIOTuningFlag(t *testing.T) {
+	for _, v := range []string{"none", "aio,pace-removal"} {
+		s := startServer(t, "", "-io-tuning", v)
+		s.ok(req{method: "POST", path: "/api/v3/order", u: &userA, body: placeBody("BTCUSDT", "BUY", "LIMIT", "0.01", "30000", "")}, nil)
+		s.stop()
+		if want := "ioTuning=" + v + "\n"; !strings.Contains(s.log.String(), want) {
+			t.Errorf("-io-tuning %s: no %q in the log:\n%s", v, want, s.log)
+		}
 	}
-	s.stop()
-
-	t.Setenv("GODEBUG", "schedtrace=0")
-	s = startServer(t, "")
-	if got, want := godebugOf(t, s), "schedtrace=0"; got != want {
-		t.Errorf("GODEBUG = %q, want %q (an explicit schedtrace is kept)", got, want)
+	out, err := exec.Command(binPath, "-io-tuning", "fast", "-data", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "flag=-io-tuning") {
+		t.Errorf("-io-tuning fast: %v, output %q; want a failed start naming -io-tuning", err, out)
 	}
 }
