@@ -79,7 +79,8 @@ var (
 	errNotReady        = newErr(503, codeBusy, "not ready: the server is starting (replaying its journal) or stopping")
 )
 
-// rejectInfo maps an engine reject to its answer: one table (STYLE.md).
+// rejectInfo maps an engine reject to its answer: one table, complete
+// (TestRejectTable).
 type rejectInfo struct {
 	status int
 	code   int
@@ -107,6 +108,8 @@ var rejectTable = [...]rejectInfo{
 	engine.RejectPostOnlyWouldTake:      {400, codeOrderRejected, "order rejected: post-only order would take liquidity"},
 	engine.RejectInvalidAmount:          {400, codeParam, "amount must be positive"},
 	engine.RejectUserExists:             {400, codeParam, "uid already exists"},
+	// Only the server's own start-up sets rules: never a client's doing.
+	engine.RejectInvalidRules: {500, codeUnknown, "internal error: market rules refused"},
 }
 
 func rejectOf(r engine.Reject) rejectInfo {
