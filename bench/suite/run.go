@@ -1,5 +1,5 @@
-// Package suite is `make bench`: it runs the engine and journal Go
-// benchmarks, starts the real server and a bare fasthttp target, drives both
+// Package suite is `make bench`: it runs the engine, runtime (core) and
+// edge Go benchmarks, starts the real server and a bare fasthttp target, drives both
 // with the open-loop load generator at increasing rates, and writes the
 // Markdown report, HdrHistogram percentile files and latency plots.
 package suite
@@ -42,17 +42,17 @@ type Options struct {
 	Populate int // resting orders per market before the steps
 	Search   Search
 
-	BenchTime        string        // go test -benchtime for engine and edge ("" = default)
-	JournalBenchTime string        // go test -benchtime for the journal ("" = default)
-	EngineCount      int           // go test -count for the engine benchmark (0 or 1: once)
-	BenchTimeout     time.Duration // per go test run
+	BenchTime     string        // go test -benchtime for engine and edge ("" = default)
+	CoreBenchTime string        // go test -benchtime for the runtime, ./core/ ("" = default)
+	EngineCount   int           // go test -count for the engine benchmark (0 or 1: once)
+	BenchTimeout  time.Duration // per go test run
 	// Budget bounds the whole run: go test runs are cut short to leave
 	// SweepReserve for the two sweeps, and the sweeps stop stepping up in
 	// time to finish (0: no bound).
 	Budget       time.Duration
 	SweepReserve time.Duration
 
-	SkipEngine, SkipJournal, SkipEdge, SkipREST, SkipBare bool
+	SkipEngine, SkipCore, SkipEdge, SkipREST, SkipBare bool
 
 	Progress io.Writer
 }
@@ -68,7 +68,7 @@ type Run struct {
 	Dirty    []string
 	DataFS   string
 
-	Engine, Journal, Edge *GoRun
+	Engine, Core, Edge    *GoRun // Core: the runtime's benchmarks, ./core/
 	EngineLatency         *GoRun // BenchmarkMixedLatency: one command's time, percentiles
 	REST, Bare            *Sweep
 	RESTErr, BareErr      string
@@ -156,8 +156,9 @@ func Execute(ctx context.Context, o Options) (string, error) {
 		// judged on the runs above, which do not read the clock
 		r.EngineLatency = goBench("engine-latency", "./engine/", "MixedLatency", o.BenchTime, 1)
 	}
-	if !o.SkipJournal {
-		r.Journal = goBench("journal", "./journal/", ".", o.JournalBenchTime, 1)
+	if !o.SkipCore {
+		// ring hand-off, durable throughput, replay, query round trip
+		r.Core = goBench("core", "./core/", ".", o.CoreBenchTime, 1)
 	}
 	if !o.SkipEdge {
 		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime, 1)

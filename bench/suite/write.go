@@ -95,9 +95,9 @@ func writeReport(r *Run) (string, error) {
 		p("Per-command latency: the same stream with every command timed on its own, from before its prefetch to after its Flush (p50-ns ... max-ns); every sample includes one read of the clock, whose own cost is clock-ns. Its ns/op includes the clock reads and the histogram: the throughput is the table above.\n\n")
 		writeGoRun(&b, r.EngineLatency, r.Dir, false)
 	}
-	// 2. Journal.
-	p("## 2. Durable throughput (ring + engine + journal) and replay\n\n")
-	writeGoRun(&b, r.Journal, r.Dir, false)
+	// 2. Runtime.
+	p("## 2. Runtime (./core/): durable throughput (ring + engine + journal) and replay\n\n")
+	writeGoRun(&b, r.Core, r.Dir, false)
 	p("## 2b. Edge request handling in process (no socket)\n\n")
 	p("Not asked for by the issue; it splits the REST cost into the edge's own work and the HTTP/socket cost the bare target measures.\n\n")
 	writeGoRun(&b, r.Edge, r.Dir, false)
@@ -161,8 +161,8 @@ func summary(r *Run) *report.Table {
 	if r.EngineLatency != nil {
 		t.Add(engineLatency(r.EngineLatency))
 	}
-	if r.Journal != nil && len(r.Journal.Bench.Benchmarks) == 0 {
-		t.Add("journal benchmark", "not available: "+r.Journal.Err, "", "")
+	if r.Core != nil && len(r.Core.Bench.Benchmarks) == 0 {
+		t.Add("runtime (core) benchmark", "not available: "+r.Core.Err, "", "")
 	}
 	var rs, bs float64
 	if r.REST != nil && r.REST.Saturation != nil {

@@ -67,7 +67,7 @@ func TestWriteReport(t *testing.T) {
 	for _, want := range []string{
 		"REST / bare throughput (at saturation)", " 100.0% |", "REST p99 at half saturation (500 req/s)", "rate cap reached",
 		"search (**saturation**)", "place HTTP 503 code -1054", "rest-02-2000.hgrm", "latency.svg", "engine Mixed: per command (ns/op)", "4000000 cmds/s",
-		"journal) and replay", "Skipped.", "REST 50 / 30 µs, bare 20 / 25 µs; kernel 60% / 75%",
+		"## 2. Runtime (./core/): durable throughput (ring + engine + journal) and replay", "Skipped.", "REST 50 / 30 µs, bare 20 / 25 µs; kernel 60% / 75%",
 		"0.100 / 1.000 / 150.000 ms |", "0.300 / 120.000 / 120.000 ms (10 syncs, 50.0 requests per sync)",
 		"Over 2 ms in each 10 s of the step, in order: 1.00%, 0.00%, 5.00% (at most 1% in 2 of 3).",
 	} {

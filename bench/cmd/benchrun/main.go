@@ -1,7 +1,8 @@
-// Command benchrun is `make bench` and `make bench-quick`: the engine and
-// journal Go benchmarks, then the open-loop REST load against the real
-// server and against a bare fasthttp handler, into a Markdown report with
-// HdrHistogram percentile files and SVG latency plots under -out.
+// Command benchrun is `make bench` and `make bench-quick`: the engine,
+// runtime (core) and edge Go benchmarks, then the open-loop REST load
+// against the real server and against a bare fasthttp handler, into a
+// Markdown report with HdrHistogram percentile files and SVG latency plots
+// under -out.
 //
 // With -serve-bare ADDR it is instead the bare target itself (the run starts
 // it that way, as its own process, so it does not share the generator's
@@ -53,13 +54,13 @@ func main() {
 	satAch := flag.Float64("sat-achieved", 0.95, "saturation criterion: achieved/offered at least this")
 	satErr := flag.Float64("sat-errors", 0.01, "saturation criterion: failed+unsent fraction at most this")
 	benchtime := flag.String("benchtime", "", "go test -benchtime for the engine and edge benchmarks (default: go's)")
-	journalBenchtime := flag.String("journal-benchtime", "", "go test -benchtime for the journal benchmarks (default: go's)")
+	coreBenchtime := flag.String("core-benchtime", "", "go test -benchtime for the runtime's benchmarks, ./core/ (default: go's)")
 	engineCount := flag.Int("engine-count", 5, "go test -count for the engine benchmark: the summary gives the median and the range (ns/op moves by a third from one run to the next on a shared machine)")
 	benchTimeout := flag.Duration("bench-timeout", 3*time.Minute, "timeout of each go test run")
 	budget := flag.Duration("budget", 9*time.Minute+15*time.Second, "bound on the whole run (go benchmarks are cut short and the sweeps stop stepping up to stay within it); 0: none")
 	sweepReserve := flag.Duration("sweep-reserve", 5*time.Minute+10*time.Second, "part of -budget kept for the two load sweeps")
 	skipEngine := flag.Bool("skip-engine", false, "skip the engine benchmark")
-	skipJournal := flag.Bool("skip-journal", false, "skip the journal benchmarks")
+	skipCore := flag.Bool("skip-core", false, "skip the runtime's benchmarks (./core/)")
 	skipEdge := flag.Bool("skip-edge", false, "skip the edge's in-process benchmarks")
 	skipREST := flag.Bool("skip-rest", false, "skip the REST load against the server")
 	skipBare := flag.Bool("skip-bare", false, "skip the bare fasthttp load")
@@ -103,7 +104,7 @@ func main() {
 	quickDefault("pause", func() { *pause = 200 * time.Millisecond })
 	quickDefault("benchtime", func() { *benchtime = "100ms" })
 	quickDefault("engine-count", func() { *engineCount = 1 })
-	quickDefault("journal-benchtime", func() { *journalBenchtime = "1x" })
+	quickDefault("core-benchtime", func() { *coreBenchtime = "1x" })
 	quickDefault("bench-timeout", func() { *benchTimeout = 30 * time.Second })
 	quickDefault("budget", func() { *budget = 50 * time.Second })
 	quickDefault("sweep-reserve", func() { *sweepReserve = 25 * time.Second })
@@ -137,8 +138,8 @@ func main() {
 			Duration: *step, HalfDur: *halfStep, Pause: *pause, Lead: *lead,
 			Criteria: load.Criteria{MinAchieved: *satAch, MaxP99: *satP99, MaxErrors: *satErr}},
 		Budget: *budget, SweepReserve: *sweepReserve,
-		BenchTime: *benchtime, JournalBenchTime: *journalBenchtime, EngineCount: *engineCount, BenchTimeout: *benchTimeout,
-		SkipEngine: *skipEngine, SkipJournal: *skipJournal, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
+		BenchTime: *benchtime, CoreBenchTime: *coreBenchtime, EngineCount: *engineCount, BenchTimeout: *benchTimeout,
+		SkipEngine: *skipEngine, SkipCore: *skipCore, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
 		Progress: os.Stderr,
 	}
 	path, err := suite.Execute(ctx, o)
