@@ -17,7 +17,7 @@ import (
 	"github.com/weexcore/exchange/engine"
 )
 
-// The admin API (SPEC §1) is not a hot path: it decodes with goccy/go-json
+// The admin API (docs/API.md, "Admin API") is not a hot path: it decodes with goccy/go-json
 // through config.Decode.
 
 // adminEndpoints is the admin API and the operators' endpoints.

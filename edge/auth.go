@@ -139,7 +139,8 @@ type macState struct {
 
 var macPool = sync.Pool{New: func() any { return &macState{h: sha256.New()} }}
 
-// authenticate checks SPEC §2 and returns the caller's credentials.
+// authenticate checks a signed request (docs/API.md, "Authentication")
+// and returns the caller's credentials.
 func (s *Server) authenticate(ctx *fasthttp.RequestCtx, nowMs int64) (*cred, *apiError) {
 	h := &ctx.Request.Header
 	key := h.Peek("ACCESS-KEY")

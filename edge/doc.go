@@ -21,5 +21,6 @@
 //   - engine rejects map to HTTP status and code in one table (errors.go);
 //   - a request refused by a rate limit is not executed and not counted.
 //
-// docs/API.md documents the endpoints and every decision SPEC.md left open.
+// docs/API.md documents the endpoints and every decision the specification
+// left open.
 package edge

@@ -23,7 +23,7 @@ func appendClientOrderID(dst []byte, v *engine.OrderView) []byte {
 	return appendString(dst, v.AppendClientID(cid[:0]))
 }
 
-// appendOrder appends the spot order record (seed §2.1).
+// appendOrder appends the spot order record (docs/API.md, "Spot trading").
 func appendOrder(dst []byte, m *market, v *engine.OrderView) []byte {
 	sp := m.spec
 	dst = append(dst, `{"symbol":`...)

@@ -7,7 +7,7 @@ import (
 	"github.com/weexcore/exchange/engine"
 )
 
-// Error codes (SPEC §3).
+// Error codes (docs/API.md, "Errors").
 const (
 	codeUnknown          = -1000
 	codeTooManyRequests  = -1003

@@ -23,9 +23,8 @@ import (
 //     deadlineTick, and gives a connection whose deadline has passed a real
 //     deadline in the past. That fails its blocked read or write with the
 //     same timeout error the runtime's timer would have given, at most
-//     deadlineTick late. (With journal.Wait's timer per request, kept the
-//     same way now, these timers cost the server 3.7% of its CPU at 19,200
-//     requests/s: bench/LOG.md, 2026-11-25.)
+//     deadlineTick late. Three timer changes per request were a
+//     measurable share of the server's CPU under load (bench/LOG.md).
 type limitListener struct {
 	net.Listener
 	perIP int

@@ -33,7 +33,7 @@ func handleCoins(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	return nil
 }
 
-// appendSymbolInfo builds m's exchangeInfo record (seed §2.9) once.
+// appendSymbolInfo builds m's exchangeInfo record (docs/API.md, "GET /api/v3/exchangeInfo") once.
 func (s *Server) appendSymbolInfo(b []byte, m *market) []byte {
 	c := m.cfg
 	base, quote := &s.coins[m.spec.Base], &s.coins[m.spec.Quote]

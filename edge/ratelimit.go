@@ -4,7 +4,7 @@ import (
 	"sync"
 )
 
-// windowMs is the rate limit window (SPEC §4): fixed 10 s windows aligned
+// windowMs is the rate limit window (docs/API.md, "Rate limits"): fixed 10 s windows aligned
 // to the Unix epoch.
 const windowMs = 10_000
 

@@ -40,8 +40,9 @@ type endpoint struct {
 	contentType string // of a success; "": application/json
 }
 
-// restEndpoints is the REST surface with each endpoint's weights (seed §8
-// where listed; our choices, documented in docs/API.md, elsewhere).
+// restEndpoints is the REST surface with each endpoint's weights
+// (docs/API.md, "Rate limits": the seed interface's where it lists them,
+// ours elsewhere).
 func restEndpoints() []*endpoint {
 	pub := func(path string, ip int64, h handler) *endpoint {
 		return &endpoint{method: "GET", path: path, ipWeight: ip, h: h}

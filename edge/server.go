@@ -30,7 +30,7 @@ type Options struct {
 	Logger      *slog.Logger  // nil: discard
 }
 
-// MaxBodyBytes bounds request bodies (SPEC §3: larger ones get 413).
+// MaxBodyBytes bounds request bodies (docs/API.md, "Errors": larger ones get 413).
 const MaxBodyBytes = 64 << 10
 
 // readBodyBytes is the most fasthttp reads of a body; see newHTTPServer.
@@ -39,7 +39,7 @@ const readBodyBytes = 1 << 20
 // maxConnsPerIP bounds open connections from one address.
 const maxConnsPerIP = 1024
 
-// maxBatch bounds POST /api/v3/order/batch (seed §8).
+// maxBatch bounds POST /api/v3/order/batch (docs/API.md).
 const maxBatch = 10
 
 // noUser marks a CmdAddUser whose registration did not happen (the engine

@@ -10,8 +10,8 @@ import (
 // TestShutdownRightAfterServe stops the server as a signal right after
 // "ready" does: Serve's goroutines may not have reached fasthttp's Serve
 // yet, so fasthttp's Shutdown has no listener to close, and a Serve that
-// starts after it would accept forever. exchanged once hung 30 s so
-// (TestSysmonSetting, on a fresh clone).
+// starts after it would accept forever: Shutdown closes the listeners
+// itself.
 func TestShutdownRightAfterServe(t *testing.T) {
 	cfg, err := config.ParseConfig(config.Default)
 	if err != nil {

@@ -40,7 +40,7 @@ func badCases() []badCase {
 	}
 	big := `{"symbol":"BTCUSDT","pad":"` + strings.Repeat("x", 70<<10) + `"}`
 	c := []badCase{
-		// authentication (SPEC §2)
+		// authentication (docs/API.md, "Authentication")
 		{"no ACCESS-KEY", req{method: "GET", path: "/api/v3/openOrders", u: a, headers: map[string]string{"ACCESS-KEY": ""}}, 401, -1040, ""},
 		{"no ACCESS-SIGN", req{method: "GET", path: "/api/v3/openOrders", u: a, headers: map[string]string{"ACCESS-SIGN": ""}}, 401, -1041, ""},
 		{"no ACCESS-TIMESTAMP", req{method: "GET", path: "/api/v3/openOrders", u: a, headers: map[string]string{"ACCESS-TIMESTAMP": ""}}, 401, -1042, ""},

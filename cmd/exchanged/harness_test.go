@@ -262,7 +262,7 @@ func (s *server) stateHash() string {
 	return st.Hash
 }
 
-// order is the spot order record (seed §2.1).
+// order is the spot order record (docs/API.md, "Spot trading").
 type order struct {
 	Symbol              string `json:"symbol"`
 	OrderID             int64  `json:"orderId"`
