@@ -19,7 +19,13 @@
 //   - bad input never reaches the engine unvalidated and never panics (a
 //     recover answers 500 as a last resort);
 //   - engine rejects map to HTTP status and code in one table (errors.go);
-//   - a request refused by a rate limit is not executed and not counted.
+//   - a request refused by a rate limit is not executed and not counted;
+//   - every REST answer is observed once, under its route and status,
+//     without allocating (metrics.go).
+//
+// The admin listener serves the admin API and the operators' endpoints
+// (GET /metrics, /healthz, /readyz); it serves from before Start, the
+// admin API only after it.
 //
 // docs/API.md documents the endpoints and every decision the specification
 // left open.

@@ -47,7 +47,7 @@ const maxBatch = 10
 const noUser = ^engine.UserIdx(0)
 
 // Server is the REST edge: routing, authentication, rate limits, request
-// decoding and response encoding around a journal.Node.
+// decoding and response encoding around a core.Node.
 type Server struct {
 	cfg          *config.Config
 	node         *core.Node
