@@ -98,8 +98,7 @@ func (s *Store) checkSpace() {
 		return
 	}
 	if free, err := freeBytes(s.dir); err == nil && free < s.reserve {
-		err := fmt.Errorf("%w: %d MB free in %s, reserve %d MB: %w", ErrWriteFailed, free>>20, s.dir, s.reserve>>20, errLowSpace)
-		if s.failed.CompareAndSwap(nil, &err) {
+		if s.setFailed(fmt.Errorf("%w: %d MB free in %s, reserve %d MB: %w", ErrWriteFailed, free>>20, s.dir, s.reserve>>20, errLowSpace)) {
 			s.dropBallast()
 		}
 	}

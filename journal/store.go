@@ -316,14 +316,12 @@ func (s *Store) NewBatch() *Batch {
 
 // Commit writes b and syncs the WAL. An error is ErrWriteFailed, and
 // every later commit fails with it.
-func (b *Batch) Commit() error {
-	return b.s.commit(func() error { return b.b.Commit(pebble.Sync) })
-}
+func (b *Batch) Commit() error { return b.s.commit(b.b) }
 
-// commit runs f, a Pebble commit, turning its failure (an error, or the
+// commit commits b with a sync, turning its failure (an error, or the
 // fatal log Pebble gives for a commit pipeline it cannot go on with) into
 // a sticky ErrWriteFailed.
-func (s *Store) commit(f func() error) (err error) {
+func (s *Store) commit(b *pebble.Batch) (err error) {
 	if e := s.failed.Load(); e != nil {
 		return *e
 	}
@@ -337,11 +335,20 @@ func (s *Store) commit(f func() error) (err error) {
 		} else if err != nil {
 			err = fmt.Errorf("%w: %w", ErrWriteFailed, wrapPebble("commit", err))
 		}
-		if err != nil && s.failed.CompareAndSwap(nil, &err) && errors.Is(err, syscall.ENOSPC) {
+		if err != nil && s.setFailed(err) && errors.Is(err, syscall.ENOSPC) {
 			s.dropBallast()
 		}
 	}()
-	return f()
+	return b.Commit(pebble.Sync)
+}
+
+// setFailed records err as the store's failure unless one is recorded; it
+// reports whether it did. (A pointer to a copy: taking err's address in
+// commit would move it to the heap on every commit.)
+func (s *Store) setFailed(err error) bool {
+	p := new(error)
+	*p = err
+	return s.failed.CompareAndSwap(nil, p)
 }
 
 // Failed returns the error of the first failed commit, or nil.
@@ -383,7 +390,7 @@ func (g *Group) Commit(bs []*Batch) error {
 			return wrapPebble("commit", err)
 		}
 	}
-	return g.s.commit(func() error { return g.merged.Commit(pebble.Sync) })
+	return g.s.commit(g.merged)
 }
 
 // Close releases g.
