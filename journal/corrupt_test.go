@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,8 +227,9 @@ func walEnd(b []byte) int {
 // as a power cut in the middle of a write would: Pebble drops the torn
 // batch (an unclean end of the newest WAL is tolerated), and what is left
 // is a consistent prefix: gap-free, invariants hold, same hash as a full
-// replay. The last 40 bytes written are cut off (a WAL that outgrew its
-// spare) or back to zeros (a WAL within its spare).
+// replay. The last 40 bytes written are cut off (a WAL not on a spare,
+// or past its spare's end: one without a recorded size) or back to zeros
+// (a WAL within its spare).
 func TestTornWALTail(t *testing.T) {
 	for _, zero := range []bool{false, true} {
 		t.Run(fmt.Sprintf("zeroed=%v", zero), func(t *testing.T) { testTornWALTail(t, zero) })
@@ -247,6 +249,7 @@ func testTornWALTail(t *testing.T, zero bool) {
 		clear(b[end-40 : end])
 		err = os.WriteFile(wal, b, 0o644)
 	} else {
+		syscall.Removexattr(wal, walio.SizeAttr)
 		err = os.Truncate(wal, int64(end)-40)
 	}
 	if err != nil {
@@ -459,4 +462,52 @@ func walNumber(t *testing.T, name string) uint32 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestWALTruncated cuts the newest WAL, written onto a spare, at every
+// record boundary and inside records: no crash shortens a WAL on a spare,
+// so each cut is refused as damage naming the file.
+func TestWALTruncated(t *testing.T) {
+	img, _, _ := image(t, 30, 10)
+	wal := newestWAL(t, img)
+	good, err := os.ReadFile(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, ok := walio.RecordedSize(wal)
+	if !ok {
+		t.Skip("this file system keeps no extended attributes: WAL sizes are not recorded")
+	}
+	if size != int64(len(good)) {
+		t.Fatalf("recorded size %d, file %d", size, len(good))
+	}
+	var cuts []int
+	num := walNumber(t, wal)
+	walChunks(good, func(p int, c walChunk) bool {
+		if !c.valid || c.logNum != num {
+			return false
+		}
+		cuts = append(cuts, p, p+c.hdr/2, p+c.hdr+c.length/2)
+		return true
+	})
+	cuts = append(cuts, walEnd(good), walEnd(good)+1)
+	dir := filepath.Join(t.TempDir(), "cut")
+	for _, at := range cuts {
+		os.RemoveAll(dir)
+		copyDir(t, img, dir)
+		name := filepath.Join(dir, filepath.Base(wal))
+		if err := os.Truncate(name, int64(at)); err != nil {
+			t.Fatal(err)
+		}
+		if err := walio.SetRecordedSize(name, size); err != nil { // copyDir does not copy it
+			t.Fatal(err)
+		}
+		if _, _, err := openLoad(t, dir, nil); err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(wal)) {
+			t.Fatalf("WAL cut at %d of %d: got %v, want ErrCorrupt naming it", at, walEnd(good), err)
+		}
+		if _, err := loadRO(dir, false); err == nil {
+			t.Fatalf("WAL cut at %d: the read-only load accepted it", at)
+		}
+	}
+	t.Logf("%d cuts refused", len(cuts))
 }

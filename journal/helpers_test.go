@@ -226,6 +226,9 @@ func crashImage(tb testing.TB, dir, dst string) {
 		}
 		in.Close()
 		out.Close()
+		if size, ok := walio.RecordedSize(filepath.Join(dir, e.Name())); ok { // a WAL's spare size
+			walio.SetRecordedSize(filepath.Join(dst, e.Name()), size)
+		}
 	}
 }
 

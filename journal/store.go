@@ -268,8 +268,12 @@ func (s *Store) Close() error {
 	}
 	if !s.readOnly {
 		s.Serving(false) // nothing left to make room for
-		if err := s.db.Flush(); err != nil {
-			s.log.Warn("journal: flush at close", "err", err)
+		if err := s.flush(); err != nil {
+			s.log.Warn("journal: flush at close", "err", err.Error())
+			if s.Failed() != nil { // Pebble cannot go on: leave the rest to the WAL
+				s.closeFailed()
+				return nil
+			}
 		}
 	}
 	err := s.db.Close()
@@ -279,6 +283,22 @@ func (s *Store) Close() error {
 		return wrapPebble("close", err)
 	}
 	return nil
+}
+
+// flush flushes the memtable; Pebble's fatal log on the way (the disk
+// gone or full) is ErrWriteFailed.
+func (s *Store) flush() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fe, ok := p.(pebbleFatal)
+			if !ok {
+				panic(p)
+			}
+			err = fmt.Errorf("%w: %s: %w", ErrWriteFailed, fe.msg, fe.cause)
+			s.setFailed(err)
+		}
+	}()
+	return s.db.Flush()
 }
 
 // closeFailed closes a DB whose commit pipeline failed. Pebble's Close

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/weexcore/exchange/internal/walio"
 )
 
 // checkWALs verifies every chunk of every WAL in dir before Pebble reads
@@ -28,7 +30,8 @@ import (
 // A WAL's records also end cleanly at zeros to the end of the file (a
 // preallocated or spare file), at the file's end, or at a valid chunk of
 // another WAL number (the EOF trailer of a closed WAL, or stale chunks in
-// a recycled file).
+// a recycled file). A WAL written onto a spare records the spare's size
+// (walio.SizeAttr): shorter than that, it was cut, which no crash does.
 func checkWALs(dir string, log *slog.Logger) error {
 	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
@@ -50,6 +53,11 @@ func checkWALs(dir string, log *slog.Logger) error {
 		b, err := os.ReadFile(w.name)
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
+		}
+		if size, ok := walio.RecordedSize(w.name); ok && int64(len(b)) < size {
+			return fmt.Errorf("%w: %s is %d bytes, but it was written onto a spare of %d and no crash shortens one: "+
+				"its end was cut off, with whatever acknowledged commands it held; restore the data directory from a backup or a replica",
+				ErrCorrupt, w.name, len(b), size)
 		}
 		if err := checkWAL(w.name, b, uint32(w.num), log); err != nil {
 			return err

@@ -4,6 +4,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Remove deletes a file Pebble is done with (a WAL it does not recycle, a
@@ -43,7 +45,10 @@ func (w *FS) shrink(name string) {
 		return
 	}
 	// Pebble's vfs has no truncation, so this goes to the OS by path; on
-	// any other FS it fails at once and Remove unlinks as before.
+	// any other FS it fails at once and Remove unlinks as before. The
+	// recorded size goes first: a crash amid the steps leaves a shorter
+	// file that is not a truncated WAL.
+	unix.Removexattr(name, SizeAttr)
 	for size := st.Size(); size > 0 && w.pacer.on.Load(); {
 		size = max(0, size-removeStep)
 		if os.Truncate(name, size) != nil {

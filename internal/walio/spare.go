@@ -2,10 +2,12 @@ package walio
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // spares puts every WAL Pebble creates on a file already filled with zeros
@@ -109,6 +111,7 @@ func (s *spares) take(old, name string, cat vfs.DiskWriteCategory) (vfs.File, er
 		}
 		return fs.Create(name, cat)
 	}
+	f = spareWAL{f}
 	if old == "" {
 		s.w.log.Info("journal: WAL on a spare", "wal", fs.PathBase(name), "spareKiB", size>>10)
 	} else {
@@ -123,6 +126,14 @@ func (s *spares) take(old, name string, cat vfs.DiskWriteCategory) (vfs.File, er
 	}
 	return f, nil
 }
+
+// spareWAL is a WAL on a spare. Pebble preallocates every WAL to 110% of
+// a memtable (fallocate, keeping the size); on a spare the blocks are
+// there already, and the preallocation would only hold another 70 MB of
+// the disk per WAL, which the store's free-space reserve (journal) counts.
+type spareWAL struct{ vfs.File }
+
+func (spareWAL) Preallocate(offset, length int64) error { return nil }
 
 // fill starts writing the next spare unless one is ready or being written.
 func (s *spares) fill() {
@@ -204,11 +215,37 @@ func (s *spares) write(size int64, pause time.Duration) (got int64, err error) {
 		}
 		time.Sleep(pause)
 	}
-	return got, f.Sync() // the size, with the data
+	if err := unix.Fsetxattr(int(f.Fd()), SizeAttr, strconv.AppendInt(nil, got, 10), 0); err != nil { // (the file is open: by fd)
+		s.w.log.Debug("journal: WAL spare: size not recorded", "err", err)
+	}
+	return got, f.Sync() // the size and its attribute, with the data
+}
+
+// SizeAttr is the extended attribute a spare keeps its size in, and so
+// the WAL written onto it: with every byte allocated and synced before
+// the WAL's first record, no crash can make it shorter, so a WAL shorter
+// than its recorded size lost bytes after it was written.
+const SizeAttr = "user.exchange.walsize"
+
+// RecordedSize returns the size recorded on the file name (SizeAttr), if
+// any: a WAL that was written onto a spare.
+func RecordedSize(name string) (int64, bool) {
+	var b [20]byte
+	n, err := unix.Getxattr(name, SizeAttr, b[:])
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(b[:n]), 10, 64)
+	return v, err == nil
 }
 
 // close stops writing spares (a spare in place stays for the next Open).
 func (s *spares) close() {
 	close(s.stop)
 	s.wg.Wait()
+}
+
+// SetRecordedSize records size on the file name (SizeAttr).
+func SetRecordedSize(name string, size int64) error {
+	return unix.Setxattr(name, SizeAttr, strconv.AppendInt(nil, size, 10), 0)
 }
