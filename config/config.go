@@ -122,9 +122,14 @@ func ParseConfig(b []byte) (*Config, error) {
 // Decode decodes doc, one JSON value, into v strictly, as the config and
 // the admin API's bodies are decoded: goccy/go-json's decoder refuses keys
 // that v's types do not declare (matched as encoding/json matches them,
-// case-insensitively), nothing may follow the value, and an error names
-// the path of the key it is at ("spot[0].tickSizee: unknown key").
+// case-insensitively), a key given twice in one object is refused (two
+// readers could take either value), nothing may follow the value, and an
+// error names the path of the key it is at ("spot[0].tickSizee: unknown
+// key").
 func Decode(doc []byte, v any) error {
+	if p := dupKey(doc); p != "" {
+		return fmt.Errorf("%s: key given twice", p)
+	}
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -170,17 +175,72 @@ func decodeError(doc []byte, off int64, err error) error {
 }
 
 // keyPath returns the path (spot[0].tickSize) of the last object key that
-// ends before off in doc, reading doc as tokens with the standard
-// library's decoder: it knows keys from values by the JSON alone, not by
-// the config's types.
+// ends before off in doc.
 func keyPath(doc []byte, off int64) (path string) {
-	type level struct {
-		array   bool
-		wantKey bool   // object: the next token is a key or '}'
-		key     string // object: the current key
-		index   int    // array: the current element
+	walkKeys(doc, func(k keyAt) bool {
+		if k.end >= off {
+			return false
+		}
+		path = k.path()
+		return true
+	})
+	return path
+}
+
+// dupKey returns the path of the first key given twice in one object of
+// doc (in any case: the decoder matches keys so), or "".
+func dupKey(doc []byte) (path string) {
+	walkKeys(doc, func(k keyAt) bool {
+		l := &k.stack[len(k.stack)-1]
+		for _, seen := range l.seen {
+			if strings.EqualFold(seen, l.key) {
+				path = k.path()
+				return false
+			}
+		}
+		l.seen = append(l.seen, l.key)
+		return true
+	})
+	return path
+}
+
+// keyLevel is one open object or array of a document being walked.
+type keyLevel struct {
+	array   bool
+	wantKey bool     // object: the next token is a key or '}'
+	key     string   // object: the current key
+	seen    []string // object: its keys so far (dupKey)
+	index   int      // array: the current element
+}
+
+// keyAt is a key walkKeys read: the levels open (the last one holds the
+// key) and where the key ends in the document.
+type keyAt struct {
+	stack []keyLevel
+	end   int64
+}
+
+func (k keyAt) path() string {
+	var b strings.Builder
+	for i, l := range k.stack {
+		switch {
+		case l.array:
+			fmt.Fprintf(&b, "[%d]", l.index)
+		case i > 0:
+			b.WriteString("." + l.key)
+		default:
+			b.WriteString(l.key)
+		}
 	}
-	var stack []level
+	return b.String()
+}
+
+// walkKeys calls f with every object key of doc in order until f returns
+// false or doc ends (or is malformed), reading doc as tokens with the
+// standard library's decoder: it knows keys from values by the JSON
+// alone, not by the config's types.
+func walkKeys(doc []byte, f func(keyAt) bool) {
+	var stack []keyLevel
 	valueDone := func() {
 		if n := len(stack); n > 0 && !stack[n-1].array {
 			stack[n-1].wantKey = true
@@ -189,8 +249,8 @@ func keyPath(doc []byte, off int64) (path string) {
 	d := stdjson.NewDecoder(bytes.NewReader(doc))
 	for {
 		t, err := d.Token()
-		if err != nil || d.InputOffset() >= off {
-			return path
+		if err != nil {
+			return
 		}
 		if c, ok := t.(stdjson.Delim); ok && (c == '}' || c == ']') {
 			stack = stack[:len(stack)-1]
@@ -200,18 +260,9 @@ func keyPath(doc []byte, off int64) (path string) {
 		if n := len(stack); n > 0 && stack[n-1].wantKey {
 			stack[n-1].key, _ = t.(string)
 			stack[n-1].wantKey = false
-			var b strings.Builder
-			for i, l := range stack {
-				switch {
-				case l.array:
-					fmt.Fprintf(&b, "[%d]", l.index)
-				case i > 0:
-					b.WriteString("." + l.key)
-				default:
-					b.WriteString(l.key)
-				}
+			if !f(keyAt{stack, d.InputOffset()}) {
+				return
 			}
-			path = b.String()
 			continue
 		}
 		if n := len(stack); n > 0 && stack[n-1].array {
@@ -219,9 +270,9 @@ func keyPath(doc []byte, off int64) (path string) {
 		}
 		switch t {
 		case stdjson.Delim('{'):
-			stack = append(stack, level{wantKey: true})
+			stack = append(stack, keyLevel{wantKey: true})
 		case stdjson.Delim('['):
-			stack = append(stack, level{array: true, index: -1})
+			stack = append(stack, keyLevel{array: true, index: -1})
 		default:
 			valueDone()
 		}

@@ -43,6 +43,11 @@ func TestConfigErrors(t *testing.T) {
 		{func(s string) string { return s[:len(s)-10] }, "invalid JSON"},
 		{func(s string) string { return s + ` {}` }, "invalid JSON: data after the top-level value"},
 		{func(s string) string { return strings.Replace(s, `"contracts": []`, `"contracts": [{}]`, 1) }, "contracts"},
+		{func(s string) string { return strings.Replace(s, `"fee_uid": 1,`, `"fee_uid": 1, "fee_uid": 2,`, 1) }, "config: fee_uid: key given twice"},
+		{func(s string) string { return strings.Replace(s, `"fee_uid": 1,`, `"fee_uid": 1, "FEE_UID": 2,`, 1) }, "config: FEE_UID: key given twice"},
+		{func(s string) string {
+			return strings.Replace(s, `"tickSize": "0.01", "stepSize": "0.000001"`, `"tickSize": "0.01", "stepSize": "0.000001", "tickSize": "0.1"`, 1)
+		}, "config: spot[0].tickSize: key given twice"},
 	} {
 		_, err := ParseConfig([]byte(tc.edit(base)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -38,7 +38,13 @@ func adminEndpoints() []*endpoint {
 }
 
 // serveAdmin serves one admin request: the router calls serveAdminEndpoint.
-func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) { s.adminRouter.Handler(ctx) }
+func (s *Server) serveAdmin(ctx *fasthttp.RequestCtx) {
+	if e := ambiguous(&ctx.Request.Header); e != nil {
+		refuse(ctx, e)
+		return
+	}
+	s.adminRouter.Handler(ctx)
+}
 
 func (s *Server) serveAdminEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	st := statePool.Get().(*reqState)
@@ -218,7 +224,7 @@ func handleAdminBalances(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *c
 	bals, err := s.node.Balances(idx, s.deadline(), st.bals[:0])
 	st.bals = bals
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	b := append(st.buf, '[')
 	for i := range bals {
@@ -241,7 +247,7 @@ func handleAdminBalances(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *c
 func handleAdminState(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
 	h, seqs, err := s.node.State(s.deadline())
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	b := append(st.buf, `{"hash":"`...)
 	b = hex.AppendEncode(b, h[:])

@@ -6,7 +6,10 @@ import (
 
 // scanner is a small, allocation-free JSON reader for request bodies. It
 // reads objects key by key; string values alias the body unless they hold
-// escapes, which are decoded into scratch. Any syntax error sets bad.
+// escapes, which are decoded into scratch. Any syntax error sets bad, and
+// so does a key given twice in one object (two readers could take either
+// value: "quantity":"0.01",...,"quantity":"5") or more than maxKeys keys
+// in one object.
 //
 //	d.reset(body)
 //	if !d.objectStart() { ... }
@@ -20,9 +23,14 @@ type scanner struct {
 	first   bool
 	key     []byte
 	scratch []byte
+	keys    [maxDepth][maxKeys][]byte // the keys read so far in each open object
+	nkeys   [maxDepth]uint8
 }
 
-const maxDepth = 8
+const (
+	maxDepth = 8
+	maxKeys  = 16 // keys in one object: no request has more than 9
+)
 
 func (d *scanner) reset(b []byte) {
 	d.b, d.i, d.bad, d.depth, d.first, d.key = b, 0, false, 0, false, nil
@@ -67,6 +75,7 @@ func (d *scanner) open(c byte) bool {
 	if d.depth > maxDepth {
 		return d.fail()
 	}
+	d.nkeys[d.depth-1] = 0
 	d.first = true
 	return true
 }
@@ -107,6 +116,18 @@ func (d *scanner) nextKey() bool {
 	}
 	d.i++
 	d.key = k
+	seen := &d.keys[d.depth-1]
+	n := d.nkeys[d.depth-1]
+	for _, p := range seen[:n] {
+		if string(p) == string(k) {
+			return d.fail() // a key given twice
+		}
+	}
+	if int(n) == maxKeys {
+		return d.fail()
+	}
+	seen[n] = k
+	d.nkeys[d.depth-1] = n + 1
 	return true
 }
 

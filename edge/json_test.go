@@ -58,3 +58,31 @@ func TestScannerRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestScannerDuplicateKeys: a key given twice in one object is malformed,
+// in an order, in a batch's elements and at its top level; the same key in
+// different objects is not.
+func TestScannerDuplicateKeys(t *testing.T) {
+	for _, s := range []string{
+		`{"symbol":"BTCUSDT","side":"BUY","quantity":"0.01","quantity":"5"}`,
+		`{"side":"BUY","side":"SELL"}`,
+		`{"quantity":"1","quan\u0074ity":"5"}`,
+	} {
+		var d scanner
+		var in orderIn
+		d.reset([]byte(s))
+		decodeOrder(&d, &in, true)
+		if d.end() {
+			t.Errorf("accepted %s", s)
+		}
+	}
+	var d scanner
+	d.reset([]byte(`{"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]}`))
+	if !d.skip() || !d.end() {
+		t.Error("refused the same key in different objects")
+	}
+	d.reset([]byte(`{"orderList":[],"orderList":[]}`))
+	if d.skip() && d.end() {
+		t.Error("accepted two orderList keys")
+	}
+}

@@ -223,7 +223,13 @@ func (st *reqState) trim() {
 }
 
 // serveREST serves one REST request: the router calls serveEndpoint.
-func (s *Server) serveREST(ctx *fasthttp.RequestCtx) { s.restRouter.Handler(ctx) }
+func (s *Server) serveREST(ctx *fasthttp.RequestCtx) {
+	if e := ambiguous(&ctx.Request.Header); e != nil {
+		refuse(ctx, e)
+		return
+	}
+	s.restRouter.Handler(ctx)
+}
 
 func (s *Server) serveEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	st := statePool.Get().(*reqState)
@@ -280,8 +286,13 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState, ep *endpoint) 
 			return errRateLimited
 		}
 	}
-	if ctx.IsPost() && !isJSON(ctx.Request.Header.ContentType()) {
-		return errContentType
+	if ctx.IsPost() {
+		if !isJSON(ctx.Request.Header.ContentType()) {
+			return errContentType
+		}
+		if ctx.QueryArgs().Len() > 0 {
+			return errPostQuery(ctx)
+		}
 	}
 	st.buf = st.buf[:0]
 	return ep.h(s, ctx, st, c)

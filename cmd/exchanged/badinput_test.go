@@ -240,6 +240,19 @@ func badCases() []badCase {
 		{"admin overdraw", req{method: "POST", path: "/admin/v1/withdraw", body: `{"uid":10001,"coin":"USDT","amount":"99999999"}`, admin: true}, 400, -2010, ""},
 		{"admin duplicate uid", req{method: "POST", path: "/admin/v1/users", body: `{"uid":10001}`, admin: true}, 400, -1140, ""},
 		{"admin balances bad uid", req{method: "GET", path: "/admin/v1/balances?uid=x", admin: true}, 400, -1141, ""},
+
+		// ambiguous requests (docs/API.md, "Strict parameters")
+		{"quantity given twice", place(order1(okOrder + `,"quantity":"5"`)), 400, -1135, ""},
+		{"symbol given twice", place(order1(okOrder + `,"symbol":"ETHUSDT"`)), 400, -1135, ""},
+		{"batch element key twice", post("/api/v3/order/batch", batch1(`{"side":"BUY","side":"SELL","type":"LIMIT","timeInForce":"GTC","quantity":"0.01","price":"100"}`)), 400, -1135, ""},
+		{"two orderList arrays", post("/api/v3/order/batch", `{"symbol":"BTCUSDT","orderList":[],"orderList":[{"side":"BUY","type":"LIMIT","timeInForce":"GTC","quantity":"0.01","price":"100"}]}`), 400, -1135, ""},
+		{"income key twice", post("/api/v3/tax/income", `{"coin":"USDT","coin":"BTC"}`), 400, -1135, ""},
+		{"query on a POST", post("/api/v3/order?quantity=5", order1(okOrder)), 400, -1140, ""},
+		{"admin amount twice", req{method: "POST", path: "/admin/v1/deposit", body: `{"uid":10001,"coin":"USDT","amount":"1","amount":"1000000"}`, admin: true}, 400, -1135, ""},
+		{"admin key twice in another case", req{method: "POST", path: "/admin/v1/deposit", body: `{"uid":10001,"coin":"USDT","amount":"1","Amount":"1000000"}`, admin: true}, 400, -1135, ""},
+		{"double slash path", req{method: "GET", path: "//api/v3/time"}, 404, -1000, ""},
+		{"dot segment path", req{method: "GET", path: "/api/v3/market/../time"}, 404, -1000, ""},
+		{"encoded slash path", req{method: "GET", path: "/api/v3%2Ftime"}, 404, -1000, ""},
 	}
 	return c
 }
