@@ -52,15 +52,19 @@ func newErr(status, code int, msg string) *apiError { return &apiError{status, c
 
 // Fixed errors, allocated once.
 var (
-	errNotFound        = newErr(404, codeUnknown, "unknown path")
-	errMethod          = newErr(405, codeMethod, "request method not supported")
-	errJSON            = newErr(400, codeJSON, "invalid JSON request")
-	errContentType     = newErr(400, codeContentType, "invalid Content-Type, please use application/json")
-	errBodyTooLarge    = newErr(413, codeParam, "request body larger than 65536 bytes")
-	errBusy            = newErr(503, codeBusy, "system busy: the engine queue is full, nothing was applied; retry later")
-	errClosing         = newErr(503, codeBusy, "system busy: the server is shutting down")
-	errTimeout         = newErr(500, codeUnknown, "timed out waiting for the journal: the command may still be applied, query before retrying")
-	errInternal        = newErr(500, codeUnknown, "internal error")
+	errNotFound      = newErr(404, codeUnknown, "unknown path")
+	errMethod        = newErr(405, codeMethod, "request method not supported")
+	errJSON          = newErr(400, codeJSON, "invalid JSON request")
+	errContentType   = newErr(400, codeContentType, "invalid Content-Type, please use application/json")
+	errBodyTooLarge  = newErr(413, codeParam, "request body larger than 65536 bytes")
+	errBusy          = newErr(503, codeBusy, "system busy: the engine queue is full, nothing was applied; retry later")
+	errClosing       = newErr(503, codeBusy, "system busy: the server is shutting down")
+	errTimeout       = newErr(500, codeUnknown, "timed out waiting for the journal: the command may still be applied, query before retrying")
+	errInternal      = newErr(500, codeUnknown, "internal error")
+	errTooManyFromIP = newErr(429, codeTooManyRequests, "too many connections from this address: close some, or reuse them")
+	errTooManyConns  = newErr(503, codeBusy, "too many connections: the server is at its bound; retry")
+	errUnavailable   = newErr(503, codeBusy, "service unavailable: the journal cannot be written (a full disk or an I/O error): "+
+		"this request was not acknowledged, and writes are refused until the server restarts")
 	errKeyEmpty        = newErr(401, codeKeyEmpty, "ACCESS-KEY header is required")
 	errSignEmpty       = newErr(401, codeSignEmpty, "ACCESS-SIGN header is required")
 	errTimestampEmpty  = newErr(401, codeTimestampEmpty, "ACCESS-TIMESTAMP header is required")

@@ -30,7 +30,7 @@ func newTestListener(t *testing.T) *limitListener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	return newLimitListener(ln, 16)
+	return newLimitListener(ln, 16, 1<<20)
 }
 
 // result runs f and returns its error, or fails if it does not return

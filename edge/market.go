@@ -257,7 +257,7 @@ func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	bids, asks, _, err := s.node.Depth(m.spec.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
 	st.bids, st.asks = bids, asks
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	sp := m.spec
 	side := func(b []byte, lv []engine.Level) []byte {
@@ -300,7 +300,7 @@ func handleMarketTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cr
 	trades, err := s.store.MarketTrades(m.spec.ID, int(limit), st.trades[:0])
 	st.trades = trades
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	sp := m.spec
 	quote := &s.coins[sp.Quote]
@@ -375,7 +375,7 @@ func handleTickerPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
 		_, _, last, err := s.node.Depth(m.spec.ID, 0, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
-			return b, queryErr(err)
+			return b, s.queryErr(err)
 		}
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, m.spec.Symbol)
@@ -390,7 +390,7 @@ func handleBookTicker(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred
 	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
 		bids, asks, _, err := s.node.Depth(m.spec.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
-			return b, queryErr(err)
+			return b, s.queryErr(err)
 		}
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, m.spec.Symbol)
@@ -427,12 +427,12 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 		sp := m.spec
 		bids, asks, last, err := s.node.Depth(sp.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
-			return b, queryErr(err)
+			return b, s.queryErr(err)
 		}
 		trades, err := s.store.MarketTrades(sp.ID, 1000, st.trades[:0])
 		st.trades = trades
 		if err != nil {
-			return b, queryErr(err)
+			return b, s.queryErr(err)
 		}
 		var open, high, low engine.Price
 		var vol engine.Qty

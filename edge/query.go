@@ -26,7 +26,7 @@ func handleOpenOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred
 	orders, err := s.node.OpenOrders(c.user, c.uid, id, s.deadline(), st.orders[:0])
 	st.orders = orders
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	st.buf = s.appendOrders(st.buf, orders)
 	return nil
@@ -87,7 +87,7 @@ func handleAllOrders(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	orders, err := s.node.AllOrders(c.user, c.uid, m.spec.ID, start, end, int((page-1)*limit), int(limit), s.deadline(), st.orders[:0])
 	st.orders = orders
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	st.buf = s.appendOrders(st.buf, orders)
 	return nil
@@ -113,7 +113,7 @@ func handleMyTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) 
 	trades, err := s.store.Trades(c.uid, m.spec.ID, start, end, fetch, st.trades[:0])
 	st.trades = trades
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	sp := m.spec
 	base, quote := &s.coins[sp.Base], &s.coins[sp.Quote]
@@ -173,6 +173,28 @@ func appendBool(b []byte, v bool) []byte {
 	return append(b, "false"...)
 }
 
+// appendAccountHead appends the start of the account answer: the
+// commission fields, which hold the highest maker and taker rates of the
+// spot markets (rates are per market here; a client that budgets fees
+// wants the bound), as WEEX words them: makerCommission in units of
+// 0.01%, commissionRates as decimals.
+func appendAccountHead(b []byte, specs []*engine.MarketSpec) []byte {
+	var maker, taker int64
+	for _, sp := range specs {
+		maker, taker = max(maker, sp.MakerRate), max(taker, sp.TakerRate)
+	}
+	const perBasisPoint = engine.RateOne / 10_000
+	b = append(b, `{"makerCommission":`...)
+	b = appendInt(b, maker/perBasisPoint)
+	b = append(b, `,"takerCommission":`...)
+	b = appendInt(b, taker/perBasisPoint)
+	b = append(b, `,"commissionRates":{"maker":"`...)
+	b = engine.AppendFixed(b, maker, engine.RateDecimals)
+	b = append(b, `","taker":"`...)
+	b = engine.AppendFixed(b, taker, engine.RateDecimals)
+	return append(b, `"},"canTrade":true,"canWithdraw":true,"canDeposit":true,"updateTime":`...)
+}
+
 // handleAccount: GET /api/v3/account/.
 func handleAccount(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	if e := checkArgs(ctx); e != nil {
@@ -181,9 +203,9 @@ func handleAccount(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *
 	bals, err := s.node.Balances(c.user, s.deadline(), st.bals[:0])
 	st.bals = bals
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
-	b := append(st.buf, `{"makerCommission":0,"takerCommission":0,"canTrade":true,"canWithdraw":true,"canDeposit":true,"updateTime":`...)
+	b := append(st.buf, s.accountHead...)
 	b = appendInt(b, st.nowMs)
 	b = append(b, `,"accountType":"SPOT","balances":[`...)
 	for i := range bals {
@@ -312,7 +334,7 @@ func handleIncome(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 	bills, err := s.store.Bills(c.uid, coinID, bt, from.UnixMilli(), to.UnixMilli(), int((page-1)*limit), int(limit), st.bills[:0])
 	st.bills = bills
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	b := append(st.buf, '[')
 	for i := range bills {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -28,6 +29,10 @@ type Options struct {
 	RecvWindow  time.Duration // accepted |now - ACCESS-TIMESTAMP|; 0: 30 s
 	WaitTimeout time.Duration // longest wait for a command to be durable; 0: 5 s
 	Logger      *slog.Logger  // nil: discard
+	// MaxConns bounds each listener's open connections (0: 16,384), and
+	// always stays below the process's file limit; MaxConnsPerIP bounds
+	// those from one address (0: 1,024).
+	MaxConns, MaxConnsPerIP int
 }
 
 // MaxBodyBytes bounds request bodies (docs/API.md, "Errors": larger ones get 413).
@@ -36,8 +41,30 @@ const MaxBodyBytes = 64 << 10
 // readBodyBytes is the most fasthttp reads of a body; see newHTTPServer.
 const readBodyBytes = 1 << 20
 
-// maxConnsPerIP bounds open connections from one address.
-const maxConnsPerIP = 1024
+const (
+	defaultMaxConns      = 16 << 10
+	defaultMaxConnsPerIP = 1024
+	// filesKept are the file descriptors kept for the store and the
+	// process when bounding connections by the file limit.
+	filesKept = 1024
+)
+
+// connBounds returns the bounds of o: MaxConns below the file limit.
+func connBounds(o *Options) (total, perIP int) {
+	total, perIP = o.MaxConns, o.MaxConnsPerIP
+	if total <= 0 {
+		total = defaultMaxConns
+	}
+	if perIP <= 0 {
+		perIP = defaultMaxConnsPerIP
+	}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur < uint64(2*total+filesKept) {
+		// two listeners share the limit
+		total = max(1, (int(rl.Cur)-filesKept)/2)
+	}
+	return total, min(perIP, total)
+}
 
 // maxBatch bounds POST /api/v3/order/batch (docs/API.md).
 const maxBatch = 10
@@ -49,26 +76,29 @@ const noUser = ^engine.UserIdx(0)
 // Server is the REST edge: routing, authentication, rate limits, request
 // decoding and response encoding around a core.Node.
 type Server struct {
-	cfg          *config.Config
-	node         *core.Node
-	store        *journal.Store // node's: history reads
-	keys         *keyTable
-	coins        []engine.Coin
-	specs        []*engine.MarketSpec
-	markets      []*market // by engine.MarketID
-	bySymbol     map[string]*market
-	ipLim        *limiter
-	uidLim       *limiter
-	recvWindowMs int64
-	waitTimeout  time.Duration
-	adminToken   []byte
-	restRouter   *router.Router
-	adminRouter  *router.Router
-	coinsBody    []byte
-	maxUID       atomic.Int64 // highest uid registered or taken by an admin registration
-	registry     *prometheus.Registry
-	ready        atomic.Bool // Start is done and Shutdown not begun (GET /readyz)
-	log          *slog.Logger
+	maxConns      int // per listener (connBounds)
+	maxConnsPerIP int
+	cfg           *config.Config
+	node          *core.Node
+	store         *journal.Store // node's: history reads
+	keys          *keyTable
+	coins         []engine.Coin
+	specs         []*engine.MarketSpec
+	markets       []*market // by engine.MarketID
+	bySymbol      map[string]*market
+	ipLim         *limiter
+	uidLim        *limiter
+	recvWindowMs  int64
+	waitTimeout   time.Duration
+	adminToken    []byte
+	restRouter    *router.Router
+	adminRouter   *router.Router
+	coinsBody     []byte
+	accountHead   []byte       // the account answer up to its time (query.go)
+	maxUID        atomic.Int64 // highest uid registered or taken by an admin registration
+	registry      *prometheus.Registry
+	ready         atomic.Bool // Start is done and Shutdown not begun (GET /readyz)
+	log           *slog.Logger
 
 	rest, admin *fasthttp.Server
 	restLn      net.Listener
@@ -109,6 +139,7 @@ func New(o Options) (*Server, error) {
 		bySymbol: map[string]*market{}, ipLim: newLimiter(), uidLim: newLimiter(),
 		recvWindowMs: o.RecvWindow.Milliseconds(), waitTimeout: o.WaitTimeout,
 		adminToken: []byte(o.AdminToken), log: o.Logger}
+	s.maxConns, s.maxConnsPerIP = connBounds(&o)
 	for i, sp := range specs {
 		m := &market{spec: sp, cfg: &o.Config.Spot[i]}
 		m.info = s.appendSymbolInfo(nil, m)
@@ -116,6 +147,7 @@ func New(o Options) (*Server, error) {
 		s.bySymbol[sp.Symbol] = m
 	}
 	s.coinsBody = s.appendCoins(nil)
+	s.accountHead = appendAccountHead(nil, specs)
 	reg, durations := newRegistry()
 	s.registry = reg
 	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint, durations)
@@ -254,6 +286,8 @@ func (s *Server) submit(r *core.Request) *apiError {
 		return errBusy
 	case errors.Is(err, core.ErrClosed):
 		return errClosing
+	case errors.Is(err, core.ErrUnavailable):
+		return errUnavailable
 	default:
 		return errInternal
 	}
@@ -270,6 +304,9 @@ func (s *Server) wait(r *core.Request) *apiError {
 	case errors.Is(err, core.ErrClosed):
 		core.ReleaseRequest(r)
 		return errClosing
+	case errors.Is(err, core.ErrUnavailable):
+		core.ReleaseRequest(r)
+		return errUnavailable
 	default:
 		core.ReleaseRequest(r)
 		return errInternal
@@ -292,8 +329,8 @@ func (s *Server) newHTTPServer(h fasthttp.RequestHandler, name string) *fasthttp
 		// more than MaxBodyBytes reaches the client (dispatch checks);
 		// larger ones are cut off by fasthttp (httpError answers 413).
 		MaxRequestBodySize:    readBodyBytes,
-		ReadBufferSize:        8 << 10, // bounds the request line and headers
-		Concurrency:           16 << 10,
+		ReadBufferSize:        8 << 10,           // bounds the request line and headers
+		Concurrency:           s.maxConns + 1024, // above the listener's bound: fasthttp's own refusal is plain text
 		CloseOnShutdown:       true,
 		NoDefaultServerHeader: true,
 		ErrorHandler:          s.httpError,
@@ -343,7 +380,10 @@ func (s *Server) ServeAdmin() {
 	}
 	s.admin = s.newHTTPServer(s.serveAdmin, "exchanged-admin")
 	s.serveWG.Add(1)
-	go func() { defer s.serveWG.Done(); s.admin.Serve(newLimitListener(s.adminLn, maxConnsPerIP)) }()
+	go func() {
+		defer s.serveWG.Done()
+		s.admin.Serve(newLimitListener(s.adminLn, s.maxConnsPerIP, s.maxConns))
+	}()
 }
 
 // Serve serves the REST listener, and the admin one unless ServeAdmin
@@ -352,7 +392,7 @@ func (s *Server) Serve() {
 	s.ServeAdmin()
 	s.rest = s.newHTTPServer(s.serveREST, "exchanged")
 	s.serveWG.Add(1)
-	go func() { defer s.serveWG.Done(); s.rest.Serve(newLimitListener(s.restLn, maxConnsPerIP)) }()
+	go func() { defer s.serveWG.Done(); s.rest.Serve(newLimitListener(s.restLn, s.maxConnsPerIP, s.maxConns)) }()
 }
 
 // Shutdown stops accepting and lets in-flight requests finish; the caller

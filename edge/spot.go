@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/valyala/fasthttp"
@@ -39,6 +40,7 @@ var (
 	vCID         = ve("INVALID_CLIENT_ORDER_ID", 400, codeClientID, "newClientOrderId must be 1 to 36 characters of [A-Za-z0-9._:/-]")
 	vBusy        = ve("SYSTEM_BUSY", 503, codeBusy, "system busy, the order was not placed")
 	vTimeout     = ve("TIMEOUT", 500, codeUnknown, "timed out waiting for the journal: the order may still be placed")
+	vUnavailable = ve("SERVICE_UNAVAILABLE", 503, codeBusy, errUnavailable.msg)
 )
 
 // rejectErrs are the top-level answers of engine rejects, built once.
@@ -303,6 +305,9 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 		if e := s.submit(r); e != nil {
 			core.ReleaseRequest(r)
 			el.err = vBusy
+			if e == errUnavailable {
+				el.err = vUnavailable
+			}
 			continue
 		}
 		el.req = r
@@ -314,8 +319,12 @@ func handleBatch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 		}
 		if e := s.wait(el.req); e != nil {
 			el.req = nil // abandoned or released by wait
-			el.err = vTimeout
-			if e != errTimeout {
+			switch e {
+			case errTimeout:
+				el.err = vTimeout
+			case errUnavailable:
+				el.err = vUnavailable
+			default:
 				el.err = vBusy
 			}
 		}
@@ -443,7 +452,7 @@ func (s *Server) lookupOrder(c *cred, m *market, id int64, cid []byte) (*market,
 	for _, mk := range ms {
 		v, ok, err := s.node.Order(c.user, c.uid, mk.spec.ID, id, cid, s.deadline())
 		if err != nil {
-			return nil, v, queryErr(err)
+			return nil, v, s.queryErr(err)
 		}
 		if ok {
 			return mk, v, nil
@@ -452,15 +461,21 @@ func (s *Server) lookupOrder(c *cred, m *market, id int64, cid []byte) (*market,
 	return nil, engine.OrderView{}, errOrderNotFound
 }
 
-func queryErr(err error) *apiError {
-	switch err {
-	case core.ErrBusy:
+// queryErr answers a failed read or command: busy, timed out, closing,
+// unavailable (the journal cannot be written), or else an internal error,
+// logged (damaged storage, journal.ErrCorrupt, ends here).
+func (s *Server) queryErr(err error) *apiError {
+	switch {
+	case errors.Is(err, core.ErrBusy):
 		return errBusy
-	case core.ErrTimeout:
+	case errors.Is(err, core.ErrTimeout):
 		return errTimeout
-	case core.ErrClosed:
+	case errors.Is(err, core.ErrClosed):
 		return errClosing
+	case errors.Is(err, core.ErrUnavailable):
+		return errUnavailable
 	}
+	s.log.Error("edge: read failed", "err", err.Error())
 	return errInternal
 }
 
@@ -488,7 +503,7 @@ func handleCancel(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 		for _, mk := range s.markets {
 			v, ok, err := s.node.Order(c.user, c.uid, mk.spec.ID, 0, cid, s.deadline())
 			if err != nil {
-				return queryErr(err)
+				return s.queryErr(err)
 			}
 			if ok && v.Status.Working() {
 				m = mk
@@ -528,7 +543,7 @@ func handleCancelAll(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	orders, err := s.node.OpenOrders(c.user, c.uid, m.spec.ID, s.deadline(), st.orders[:0])
 	st.orders = orders
 	if err != nil {
-		return queryErr(err)
+		return s.queryErr(err)
 	}
 	b := append(st.buf, '[')
 	first := true

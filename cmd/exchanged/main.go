@@ -3,8 +3,10 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -35,6 +37,8 @@ func run() int {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs one processor more than CPUs")
 	ioTuning := flag.String("io-tuning", "all", "storage tunings under Pebble: all, none, or a list of spare,aio,pace-tables,pace-removal (docs/DESIGN.md)")
+	maxConns := flag.Int("max-conns", 0, "open connections each listener holds at most (0: 16384; kept below the file limit)")
+	maxConnsPerIP := flag.Int("max-conns-per-ip", 0, "open connections from one address each listener holds at most (0: 1024)")
 	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")
 	flag.Parse()
 
@@ -102,7 +106,12 @@ func run() int {
 	default:
 		logger.Info("sysmon poll: off (-sysmon-poll=false)", "godebug", godebug)
 	}
-	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger})
+	if token := cmp.Or(*adminToken, cfg.AdminToken); !loopback(*adminListen) && token == demoToken() {
+		return fail("the admin API would listen beyond this machine with the demo config's public token: set -admin-token",
+			"adminListen", *adminListen)
+	}
+	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger,
+		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
 	if err != nil {
 		return fail("edge", "err", err)
 	}
@@ -141,12 +150,47 @@ func run() int {
 	rest, admin := s.Addrs()
 	logger.Info("ready", "rest", rest, "admin", admin) // msg=ready rest=ADDR admin=ADDR
 
-	got := <-sig
-	logger.Info("shutting down", "signal", got.String())
+	status := 0
+	select {
+	case got := <-sig:
+		logger.Info("shutting down", "signal", got.String())
+	case <-node.SpaceBack():
+		// The journal could not be written (a full disk), and now can: a
+		// restart replays what is durable and serves again.
+		logger.Info("shutting down: the journal failed and the disk has room again; exiting for the supervisor to restart", "status", exitRestart)
+		status = exitRestart
+	}
 	s.Shutdown(30 * time.Second)
 	if err := node.Close(); err != nil {
 		return fail("shutdown", "err", err)
 	}
 	logger.Info("stopped")
-	return 0
+	return status
+}
+
+// exitRestart is the status exchanged exits with to be restarted
+// (EX_TEMPFAIL): the journal failed and can be written again.
+const exitRestart = 75
+
+// demoToken returns the embedded demo config's admin token, which
+// README.md publishes.
+func demoToken() string {
+	c, err := config.ParseConfig(config.Default)
+	if err != nil {
+		return ""
+	}
+	return c.AdminToken
+}
+
+// loopback reports whether addr listens on a loopback address only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
