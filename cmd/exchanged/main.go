@@ -36,7 +36,7 @@ func run() int {
 	shards := flag.Int("shards", 0, "market shards for a new data directory (0: one per CPU)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until shutdown")
 	cpus := flag.String("cpus", "", "run on these CPUs only, a Linux CPU list such as 0 or 0-3 (default: all); Go then runs one processor more than CPUs")
-	ioTuning := flag.String("io-tuning", "all", "storage tunings under Pebble: all, none, or a list of spare,aio,pace-tables,pace-removal (docs/DESIGN.md)")
+	ioTuning := flag.String("io-tuning", "all", "storage tunings under Pebble: all, none, or a list of spare,aio,pace-tables (docs/DESIGN.md)")
 	maxConns := flag.Int("max-conns", 0, "open connections each listener holds at most (0: 16384; kept below the file limit)")
 	maxConnsPerIP := flag.Int("max-conns-per-ip", 0, "open connections from one address each listener holds at most (0: 1024)")
 	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")

@@ -59,7 +59,7 @@ func TestSysmonSetting(t *testing.T) {
 // journal (the server serves with any set); a bad value stops the start
 // with a message naming the flag.
 func TestIOTuningFlag(t *testing.T) {
-	for _, v := range []string{"none", "aio,pace-removal"} {
+	for _, v := range []string{"none", "aio,pace-tables"} {
 		s := startServer(t, "", "-io-tuning", v)
 		s.ok(req{method: "POST", path: "/api/v3/order", u: &userA, body: placeBody("BTCUSDT", "BUY", "LIMIT", "0.01", "30000", "")}, nil)
 		s.stop()

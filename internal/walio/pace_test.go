@@ -121,7 +121,7 @@ func TestTuningOff(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, SpareName)); !os.IsNotExist(err) {
 		t.Fatalf("a spare was written with spares off: %v", err)
 	}
-	for _, s := range []string{"all", "none", "spare,aio", "pace-tables,pace-removal"} {
+	for _, s := range []string{"all", "none", "spare,aio", "pace-tables"} {
 		tu, err := ParseTuning(s)
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package walio is the file system Pebble writes the journal through. It
-// adds four storage tunings under Pebble, each with a plain fallback (what
+// adds three storage tunings under Pebble, each with a plain fallback (what
 // Pebble does on its own) and a switch to turn it off (Tuning; exchanged
-// -io-tuning):
+// -io-tuning); each is kept because make bench showed it pays
+// (bench/LOG.md, "Storage tuning"):
 //
 //   - Spare: every WAL starts on a file of zeros written and synced ahead,
 //     so a WAL's fdatasync overwrites blocks instead of appending and need
@@ -12,9 +13,6 @@
 //   - PaceTables: memtable flushes and compactions write at a bounded rate
 //     while Pebble's backlog is small, so they do not take a CPU from the
 //     shards for a second at a time (pace.go).
-//   - PaceRemoval: a large file Pebble deletes is truncated a step at a
-//     time before it is unlinked, so freeing its blocks does not hold a P
-//     for milliseconds (remove.go).
 //
 // Pacing is on only while the node serves (Serving): replay at open and
 // the flush at close run at full speed.
@@ -30,22 +28,21 @@ import (
 
 // Tuning says which tunings are on.
 type Tuning struct {
-	Spare       bool
-	AIO         bool
-	PaceTables  bool
-	PaceRemoval bool
+	Spare      bool
+	AIO        bool
+	PaceTables bool
 }
 
 // All is every tuning on: the default.
-func All() Tuning { return Tuning{Spare: true, AIO: true, PaceTables: true, PaceRemoval: true} }
+func All() Tuning { return Tuning{Spare: true, AIO: true, PaceTables: true} }
 
 // tuningNames are the names ParseTuning and String use, in order.
-var tuningNames = [...]string{"spare", "aio", "pace-tables", "pace-removal"}
+var tuningNames = [...]string{"spare", "aio", "pace-tables"}
 
-func (t *Tuning) fields() [4]*bool { return [4]*bool{&t.Spare, &t.AIO, &t.PaceTables, &t.PaceRemoval} }
+func (t *Tuning) fields() [3]*bool { return [3]*bool{&t.Spare, &t.AIO, &t.PaceTables} }
 
 // ParseTuning reads "all", "none", or a comma-separated list of spare,
-// aio, pace-tables and pace-removal (those on; the others off).
+// aio and pace-tables (those on; the others off).
 func ParseTuning(s string) (Tuning, error) {
 	switch s {
 	case "all":
