@@ -68,11 +68,13 @@ type testOpts struct {
 	OnAddUser        func(*engine.Cmd)
 	Reserve          int64
 	FullReplay       bool // loadRO only
+	Clock            func() int64
+	SettleEvery      time.Duration // the tests' default: never
 }
 
 func testOptions(tb testing.TB, dir string) testOpts {
 	coins := testCoins()
-	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID, Reserve: 1 << 20,
+	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID, Reserve: 1 << 20, SettleEvery: -1,
 		Logf: func(f string, a ...any) { tb.Logf(f, a...) }}
 }
 
@@ -82,7 +84,7 @@ func openNode(o testOpts) (*Node, error) {
 	return Start(journal.Options{Dir: o.Dir, Tuning: walio.All(), Reserve: o.Reserve},
 		journal.LoadOptions{Shards: o.Shards, Coins: o.Coins, Markets: o.Markets, FeeUID: o.FeeUID, FullReplay: o.FullReplay},
 		Options{RingSize: o.RingSize, SnapshotEvery: o.SnapshotEvery, SnapshotInterval: o.SnapshotInterval,
-			PinCPUs: o.PinCPUs, Logger: log, OnAddUser: o.OnAddUser})
+			PinCPUs: o.PinCPUs, Logger: log, OnAddUser: o.OnAddUser, Clock: o.Clock, SettleEvery: o.SettleEvery})
 }
 
 // loadRO opens dir read-only and loads it as the audit tool does (coins

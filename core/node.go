@@ -59,6 +59,15 @@ type Options struct {
 	// change is journaled at one sequence number and replays.
 	Markets []*engine.MarketSpec
 
+	// Clock is the exchange's clock in Unix milliseconds (nil: the
+	// system's). Every batch takes its time from it (journaled with the
+	// batch, so a replay is unchanged), as do rebate settlement's day
+	// boundaries; the node never goes back before its last batch.
+	Clock func() int64
+	// SettleEvery is how often the rebate settler looks for ended days to
+	// settle (rebate.go); 0: every second; negative: never.
+	SettleEvery time.Duration
+
 	// OnAddUser is called on the ledger goroutine for every CmdAddUser
 	// applied live, once it is durable (Load calls it for the replayed
 	// ones), so the edge can register credentials.
@@ -74,6 +83,7 @@ const (
 	QueryOpenOrders              // Cmd.User, Cmd.Market (or engine.AllMarkets)
 	QueryOrder                   // Cmd.User, Cmd.Market, Cmd.OrderID or Cmd.Text
 	QueryDepth                   // Cmd.Market, Cmd.Qty = levels per side
+	QuerySettled                 // Cmd as the CmdRebate it asks about: was its day paid? (rebate.go)
 )
 
 // Balance is one coin of a user's balance.
@@ -98,6 +108,9 @@ type Node struct {
 	// frozen[i] is shard i's book as of the last snapshot's barrier,
 	// kept so that the next snapshot reuses its memory (barrier.go)
 	frozen []*engine.Frozen
+
+	floor    int64      // the newest batch time in the journal at Open (Now)
+	settleMu sync.Mutex // one rebate settlement at a time
 
 	closed     atomic.Bool  // Submit refuses once set
 	submitters atomic.Int64 // Submits between their closed check and their push
@@ -137,6 +150,9 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		failedCh: make(chan struct{}), spaceBack: make(chan struct{})}
 	n.ackBeforeSync = testHooks && os.Getenv("JOURNAL_TEST_ACK_BEFORE_SYNC") == "1"
 	n.syncPace.force = testHooks && (testForcePace || os.Getenv("JOURNAL_TEST_FORCE_PACE") == "1")
+	for _, t := range st.Times {
+		n.floor = max(n.floor, t)
+	}
 	n.frozen = make([]*engine.Frozen, len(st.Engines))
 	n.metrics.init(len(st.Engines))
 	for i, e := range st.Engines {
@@ -154,6 +170,10 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 	if o.ScrubEvery >= 0 {
 		n.wg.Add(1)
 		go n.scrubber()
+	}
+	if o.SettleEvery >= 0 {
+		n.wg.Add(1)
+		go n.settler()
 	}
 	store.Serving(true)
 	for _, spec := range o.Markets {
@@ -202,6 +222,18 @@ func (n *Node) SetRules(spec *engine.MarketSpec, deadline time.Time) error {
 	return nil
 }
 
+// Now returns the exchange's time in Unix milliseconds (Options.Clock),
+// never before the journal's newest batch.
+func (n *Node) Now() int64 {
+	var t int64
+	if n.opt.Clock != nil {
+		t = n.opt.Clock()
+	} else {
+		t = time.Now().UnixMilli()
+	}
+	return max(t, n.floor)
+}
+
 // Store returns the node's store (history reads, seeding).
 func (n *Node) Store() *journal.Store { return n.store }
 
@@ -236,7 +268,7 @@ func (n *Node) Written() (keys, bytes uint64) {
 // commands on balances and users, else the market's shard.
 func (n *Node) shardOf(c *engine.Cmd) *shard {
 	switch c.Kind {
-	case engine.CmdDeposit, engine.CmdWithdraw, engine.CmdAddUser:
+	case engine.CmdDeposit, engine.CmdWithdraw, engine.CmdAddUser, engine.CmdRebate:
 		return n.shards[n.nMarket]
 	}
 	if c.Market == engine.AllMarkets {

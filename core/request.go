@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
 )
 
 // Request is one command or in-shard query and, after Wait, its result.
@@ -16,6 +17,9 @@ type Request struct {
 	Query Query
 	// Rules is the spec a CmdSetRules installs.
 	Rules *engine.MarketSpec
+	// Rebate is the record a CmdRebate writes into history when it pays
+	// (its SettledMs is set then).
+	Rebate *journal.RebateRecord
 
 	// Results, valid once Wait returned nil.
 	Out      engine.Out       // Reject and BillID; Updates/Trades/Bills are not kept
@@ -100,7 +104,7 @@ var reqPool = sync.Pool{New: func() any {
 func (r *Request) reset() {
 	r.Cmd = engine.Cmd{}
 	r.Query = QueryNone
-	r.Rules = nil
+	r.Rules, r.Rebate = nil, nil
 	r.Out.Reset()
 	r.Order = engine.OrderView{}
 	r.Orders = r.Orders[:0]

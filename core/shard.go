@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -88,6 +87,7 @@ type shard struct {
 func newShard(n *Node, id int, e *engine.Engine) *shard {
 	s := &shard{id: id, n: n, eng: e, q: newRing(n.opt.RingSize), w: journal.NewWriter(id), batch: make([]*Request, 0, maxBatch)}
 	s.w.NoHistory = benchNoHistory
+	s.w.Accrue(n.st.Accounts, n.st.Markets) // a market's entry changes on its own shard only
 	s.seq, s.timeMs = n.st.Seqs[id], n.st.Times[id]
 	s.applying.Store(s.seq)
 	s.flushed.Store(s.seq)
@@ -170,7 +170,7 @@ func (s *shard) segment(b []*Request) {
 		}
 		return
 	}
-	now := time.Now().UnixMilli()
+	now := s.n.Now()
 	if now < s.timeMs {
 		now = s.timeMs
 	}
@@ -215,6 +215,10 @@ func (s *shard) segment(b []*Request) {
 		}
 		count++
 		s.w.Add(f.b, c, &s.out)
+		if r.Rebate != nil && c.Kind == engine.CmdRebate && s.out.Reject == engine.OK {
+			r.Rebate.SettledMs = now
+			s.w.AddRebate(f.b, r.Rebate)
+		}
 		if testApplied != nil {
 			testApplied(s.id, c, &s.out)
 		}
@@ -416,5 +420,8 @@ func (s *shard) query(r *Request) {
 	case QueryDepth:
 		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])
 		r.Last = s.eng.LastPrice(c.Market)
+	case QuerySettled:
+		r.HasOrder = s.n.st.Accounts.Settled(engine.SettleKey{Day: int32(c.OrderID >> 1), Broker: c.User,
+			Market: c.Market, Product: uint8(c.OrderID & 1)})
 	}
 }

@@ -112,8 +112,9 @@ var rejectTable = [...]rejectInfo{
 	engine.RejectPostOnlyWouldTake:      {400, codeOrderRejected, "order rejected: post-only order would take liquidity"},
 	engine.RejectInvalidAmount:          {400, codeParam, "amount must be positive"},
 	engine.RejectUserExists:             {400, codeParam, "uid already exists"},
-	// Only the server's own start-up sets rules: never a client's doing.
-	engine.RejectInvalidRules: {500, codeUnknown, "internal error: market rules refused"},
+	// Only the server itself sets rules and pays rebates: never a client's doing.
+	engine.RejectInvalidRules:   {500, codeUnknown, "internal error: market rules refused"},
+	engine.RejectAlreadySettled: {500, codeUnknown, "internal error: rebate paid before"},
 }
 
 func rejectOf(r engine.Reject) rejectInfo {

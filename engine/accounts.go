@@ -35,6 +35,10 @@ type Accounts struct {
 
 	mu    sync.RWMutex // guards byUID (admin and start-up paths only)
 	byUID map[int64]UserIdx
+
+	// settled holds the broker commissions paid (CmdRebate), so that a
+	// day is paid once. Written by the ledger shard only; read at barriers.
+	settled map[SettleKey]struct{}
 }
 
 const (
@@ -51,6 +55,8 @@ type cell struct {
 type userPage struct {
 	uid      [pageSize]int64
 	referrer [pageSize]int64
+	rate     [pageSize]int64  // a broker's rebate rate (RateOne = 100%)
+	refIdx   [pageSize]uint32 // 1 + the referrer's index when it is a broker, else 0
 	broker   [pageSize]bool
 	cells    []cell // pageSize * nc
 }
@@ -63,7 +69,7 @@ func NewAccounts(coins []Coin) *Accounts {
 		}
 	}
 	return &Accounts{coins: coins, nc: len(coins), net: make([]atomic.Int64, len(coins)),
-		byUID: make(map[int64]UserIdx)}
+		byUID: make(map[int64]UserIdx), settled: make(map[SettleKey]struct{})}
 }
 
 // Coins returns the coins, indexed by CoinID.
@@ -89,17 +95,39 @@ func (a *Accounts) Broker(u UserIdx) (broker bool, referrer int64) {
 	return p.broker[u&(pageSize-1)], p.referrer[u&(pageSize-1)]
 }
 
+// RebateRate returns broker u's rebate rate (RateOne = 100%).
+func (a *Accounts) RebateRate(u UserIdx) int64 {
+	return a.pages[u>>pageBits].Load().rate[u&(pageSize-1)]
+}
+
+// Referral returns the broker that referred u and its rebate rate; ok is
+// false when u has no referrer or its referrer was not a registered
+// broker when u was registered.
+func (a *Accounts) Referral(u UserIdx) (broker UserIdx, rate int64, ok bool) {
+	r := a.pages[u>>pageBits].Load().refIdx[u&(pageSize-1)]
+	if r == 0 {
+		return 0, 0, false
+	}
+	return UserIdx(r - 1), a.RebateRate(UserIdx(r - 1)), true
+}
+
 // Valid reports whether u is registered with uid.
 func (a *Accounts) Valid(u UserIdx, uid int64) bool {
 	return uint32(u) < a.n.Load() && a.UID(u) == uid
 }
 
 // addUser registers uid. Only the ledger shard calls it (single writer).
-func (a *Accounts) addUser(uid int64, broker bool, referrer int64) (UserIdx, bool) {
+func (a *Accounts) addUser(uid int64, broker bool, referrer, rate int64) (UserIdx, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, dup := a.byUID[uid]; dup {
 		return 0, false
+	}
+	var refIdx uint32
+	if r, ok := a.byUID[referrer]; ok && referrer != 0 {
+		if rp := a.pages[r>>pageBits].Load(); rp.broker[r&(pageSize-1)] {
+			refIdx = uint32(r) + 1
+		}
 	}
 	n := a.n.Load()
 	if n >= maxPages*pageSize {
@@ -111,7 +139,7 @@ func (a *Accounts) addUser(uid int64, broker bool, referrer int64) (UserIdx, boo
 		a.pages[n>>pageBits].Store(p)
 	}
 	i := n & (pageSize - 1)
-	p.uid[i], p.broker[i], p.referrer[i] = uid, broker, referrer
+	p.uid[i], p.broker[i], p.referrer[i], p.rate[i], p.refIdx[i] = uid, broker, referrer, rate, refIdx
 	a.byUID[uid] = UserIdx(n)
 	a.n.Store(n + 1) // publishes the user
 	return UserIdx(n), true

@@ -9,8 +9,9 @@ const (
 	CmdCancelAll CmdKind = 3 // cancel all of User's working orders in Market
 	CmdDeposit   CmdKind = 4 // credit Amount of Coin (ledger shard)
 	CmdWithdraw  CmdKind = 5 // debit Amount of Coin if available (ledger shard)
-	CmdAddUser   CmdKind = 6 // register UID (ledger shard); Text holds a key seed
+	CmdAddUser   CmdKind = 6 // register UID (ledger shard); Text holds a key seed, Amount a broker's rebate rate
 	CmdSetRules  CmdKind = 7 // replace Market's rules by the spec staged with StageRules
+	CmdRebate    CmdKind = 8 // pay a broker's commission (ledger shard): see rebate.go
 	cmdKindCount
 )
 

@@ -210,6 +210,18 @@ func (m *MarketSpec) Notional(p Price, q Qty) (Amount, bool) {
 	return Amount(a), ok
 }
 
+// BaseValue returns x base coin units valued at price p in quote coin
+// units, rounded down (x * p * QuotePerTickStep / BasePerStep), false on
+// overflow.
+func (m *MarketSpec) BaseValue(x Amount, p Price) (Amount, bool) {
+	pq, ok := mul(int64(p), int64(m.QuotePerTickStep))
+	if !ok || x < 0 || m.BasePerStep <= 0 {
+		return 0, false
+	}
+	v, ok := mulDiv(int64(x), pq, int64(m.BasePerStep))
+	return Amount(v), ok
+}
+
 // BaseAmount returns q in base coin units, false on overflow.
 func (m *MarketSpec) BaseAmount(q Qty) (Amount, bool) {
 	a, ok := mul(int64(q), int64(m.BasePerStep))

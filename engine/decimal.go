@@ -196,6 +196,15 @@ func mulRate(a, r int64) (int64, bool) {
 	return mulDiv(a, r, RateOne)
 }
 
+// MulRate returns floor(a*r/RateOne) for non-negative a and r, false on
+// overflow.
+func MulRate(a, r int64) (int64, bool) {
+	if a < 0 || r < 0 {
+		return 0, false
+	}
+	return mulRate(a, r)
+}
+
 // RateScale is the scale of fee rates and price-band ratios: a rate r is
 // stored as r * 10^8.
 const (

@@ -174,6 +174,8 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 		out.Reject = e.addUser(c)
 	case CmdSetRules:
 		out.Reject = e.setRules(c)
+	case CmdRebate:
+		out.Reject = e.rebate(c)
 	default:
 		out.Reject = RejectInvalidType
 	}

@@ -116,7 +116,11 @@ func (e *Engine) addUser(c *Cmd) Reject {
 	if c.UID <= 0 {
 		return RejectUnknownUser
 	}
-	u, ok := e.acc.addUser(c.UID, c.Broker, c.Referrer)
+	rate := int64(c.Amount)
+	if rate < 0 || rate > RateOne || rate != 0 && !c.Broker {
+		return RejectInvalidAmount
+	}
+	u, ok := e.acc.addUser(c.UID, c.Broker, c.Referrer, rate)
 	if !ok {
 		return RejectUserExists
 	}

@@ -25,7 +25,8 @@ const (
 	RejectPostOnlyWouldTake
 	RejectInvalidAmount // deposit/withdraw amount not positive
 	RejectUserExists
-	RejectInvalidRules // CmdSetRules without a staged spec, for another market, or changing a stored scale
+	RejectInvalidRules   // CmdSetRules without a staged spec, for another market, or changing a stored scale
+	RejectAlreadySettled // CmdRebate for a (day, broker, market, product) paid before
 	rejectCount
 )
 
@@ -55,6 +56,7 @@ var rejectNames = [...]string{
 	RejectInvalidAmount:          "INVALID_AMOUNT",
 	RejectUserExists:             "USER_EXISTS",
 	RejectInvalidRules:           "INVALID_RULES",
+	RejectAlreadySettled:         "ALREADY_SETTLED",
 }
 
 // String returns the stable upper-case name clients see as errorCode.

@@ -188,7 +188,10 @@ func (f *Frozen) AppendSnapshot(dst []byte) []byte {
 	return dst
 }
 
-var errShort = errors.New("engine: snapshot truncated")
+var (
+	errShort      = errors.New("engine: snapshot truncated")
+	errBadSettled = errors.New("engine: bad settled-rebates section in accounts snapshot")
+)
 
 // reader decodes the canonical encoding; the first error sticks.
 type reader struct {
@@ -296,11 +299,14 @@ func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte 
 		p := a.pages[u0>>pageBits].Load()
 		for i := 0; i < min(pageSize, n-u0); i++ {
 			dst = le.AppendUint64(dst, uint64(p.uid[i]))
-			b := byte(0)
-			if p.broker[i] {
-				b = 1
+			switch {
+			case p.rate[i] != 0: // a broker with a rebate rate: 2 and the rate
+				dst = le.AppendUint64(append(dst, 2), uint64(p.rate[i]))
+			case p.broker[i]:
+				dst = append(dst, 1)
+			default:
+				dst = append(dst, 0)
 			}
-			dst = append(dst, b)
 			dst = le.AppendUint64(dst, uint64(p.referrer[i]))
 			cs := p.cells[i*a.nc : i*a.nc+a.nc]
 			for c := range cs {
@@ -315,7 +321,7 @@ func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte 
 	for c := range a.net {
 		dst = le.AppendUint64(dst, uint64(a.net[c].Load()))
 	}
-	return dst
+	return a.appendSettled(dst)
 }
 
 // AppendSnapshot appends the accounts table (users, cells, net per coin).
@@ -345,9 +351,13 @@ func (a *Accounts) loadUsers(r *reader, nc int) error {
 	n := int(r.u32())
 	for i := 0; i < n && r.err == nil; i++ {
 		uid := r.i64()
-		broker := r.u8() == 1
+		kind := r.u8()
+		broker, rate := kind != 0, int64(0)
+		if kind == 2 {
+			rate = r.i64()
+		}
 		ref := r.i64()
-		u, ok := a.addUser(uid, broker, ref)
+		u, ok := a.addUser(uid, broker, ref, rate)
 		if !ok {
 			return fmt.Errorf("engine: snapshot has user %d twice", uid)
 		}
@@ -358,6 +368,9 @@ func (a *Accounts) loadUsers(r *reader, nc int) error {
 	}
 	for c := 0; c < nc; c++ {
 		a.net[c].Store(r.i64())
+	}
+	if len(r.b) > 0 && r.err == nil {
+		a.loadSettled(r)
 	}
 	if r.err != nil {
 		return r.err

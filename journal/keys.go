@@ -24,6 +24,9 @@ import (
 //	                                              (record encoding), for OnAddUser after a snapshot
 //	"r" market(2) seq(8)                          the rules (JSON MarketSpec) the CmdSetRules at
 //	                                              seq of market's shard installed
+//	"a" day(4) broker(4) product(1) market(2)     a batch's referral fees of one broker (rebate.go)
+//	    shard(1) firstSeq(8)
+//	"b" brokerUID(8) day(4) product(1) market(2)  a broker's rebate record (rebate.go)
 //
 // The values of "o", "l", "h" and "p" are history blocks (hist.go, doc.go;
 // an "l" row is an "o" block of one order). An order still working has no
@@ -39,6 +42,8 @@ const (
 	pfxPublic   = 'p'
 	pfxUser     = 'u'
 	pfxRules    = 'r'
+	pfxAccrual  = 'a'
+	pfxRebate   = 'b'
 )
 
 var be = binary.BigEndian

@@ -19,6 +19,16 @@ type Writer struct {
 	// NoHistory skips the history rows (benchmarks: what the journal
 	// record alone costs).
 	NoHistory bool
+
+	refs     Referrals            // nil: no referral accruals
+	specs    []*engine.MarketSpec // by market id: the scales of the accruals' values
+	accruals []Accrual            // this batch's (rebate.go)
+}
+
+// Accrue makes w keep referral accruals (rebate.go) of the trades it is
+// given, for refs (the accounts) and the markets specs.
+func (w *Writer) Accrue(refs Referrals, specs []*engine.MarketSpec) {
+	w.refs, w.specs = refs, specs
 }
 
 // NewWriter returns the Writer of shard.
@@ -32,6 +42,7 @@ func (w *Writer) Begin(firstSeq uint64, timeMs int64) {
 	w.first, w.timeMs, w.count = firstSeq, timeMs, 0
 	w.rec = appendRecordHeader(w.rec[:0], w.shard, firstSeq, timeMs)
 	w.hist.reset()
+	w.accruals = w.accruals[:0]
 }
 
 // Add records c, applied with seq first+Count() and producing o: its
@@ -45,6 +56,9 @@ func (w *Writer) Add(b *Batch, c *engine.Cmd, o *engine.Out) {
 		b.b.Set(w.key, encodeRules(o.Rules), nil)
 	}
 	if !w.NoHistory {
+		if w.refs != nil && len(o.Trades) > 0 {
+			w.accrue(o)
+		}
 		w.hist.add(c, o, uint64(w.count))
 		if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {
 			w.key = userKey(w.key[:0], c.User)
@@ -62,6 +76,7 @@ func (w *Writer) Count() int { return w.count }
 func (w *Writer) Finish(b *Batch) {
 	w.rec = finishRecord(w.rec, w.count)
 	w.key, w.val = w.hist.write(b.b, w.shard, w.first, w.timeMs, w.key, w.val)
+	w.writeAccruals(b)
 	w.key = journalKey(w.key[:0], w.shard, w.first)
 	b.b.Set(w.key, w.rec, nil)
 }

@@ -208,6 +208,22 @@ func (g *Gen) Next() engine.Cmd {
 		} else {
 			g.nextU++
 		}
+		switch g.R.IntN(6) {
+		case 0, 1: // a broker with a rebate rate (some out of range)
+			c.Broker, c.Amount = true, engine.Amount(g.R.Int64N(engine.RateOne+engine.RateOne/8))
+		case 2: // a rate without being a broker
+			c.Amount = 1
+		}
+		if g.R.IntN(2) == 0 {
+			c.Referrer = g.uids[g.R.IntN(len(g.uids))]
+		}
+	case k < 972: // a broker commission, some twice, some beyond the fee account
+		c.Kind, c.Coin = engine.CmdRebate, engine.CoinID(g.R.IntN(3))
+		c.Amount = engine.Amount(g.R.Int64N(1000))
+		if g.R.IntN(20) == 0 {
+			c.Amount = funds[c.Coin] * 50
+		}
+		c.OrderID = engine.RebateDay(int32(g.R.IntN(3)), uint8(g.R.IntN(2)))
 		// the new user gets an index only if accepted; learn it from Ref
 		// on the next call (see Observe).
 	default:
@@ -264,7 +280,7 @@ func (g *Gen) invalid(c *engine.Cmd, anchor int64) {
 	case 16:
 		c.Kind, c.Coin, c.Amount = engine.CmdWithdraw, engine.CoinID(g.R.IntN(3)), engine.Amount(1<<62)
 	case 17:
-		c.Kind = engine.CmdKind(7 + g.R.IntN(3)) // CmdSetRules without staged rules, or no kind
+		c.Kind = [...]engine.CmdKind{engine.CmdSetRules, 9, 15}[g.R.IntN(3)] // no staged rules, or no kind
 	case 18:
 		c.Kind, c.OrderID = engine.CmdCancel, 0 // no id, no client id
 	case 19:

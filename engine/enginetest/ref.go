@@ -48,9 +48,10 @@ type Ref struct {
 	Markets []*RefMarket // indexed by MarketID
 	FeeUID  int64
 
-	Users []RefUser
-	Bal   [][]RefCell // [user][coin]
-	Net   []int64     // deposits minus withdrawals per coin
+	Users   []RefUser
+	Bal     [][]RefCell // [user][coin]
+	Net     []int64     // deposits minus withdrawals per coin
+	Settled map[engine.SettleKey]bool
 
 	// per command
 	seq    uint64
@@ -67,6 +68,7 @@ type RefUser struct {
 	UID      int64
 	Broker   bool
 	Referrer int64
+	Rate     int64 // a broker's rebate rate
 }
 
 // RefCell is one balance: Avail plus frozen is Total.
@@ -147,7 +149,7 @@ func ceilRat(r *big.Rat) *big.Int {
 // NewRef builds the model of markets (market i has MarketID i) over coins
 // (indexed by CoinID), with fees credited to feeUID.
 func NewRef(coins []engine.Coin, markets []engine.SpotConfig, feeUID int64) *Ref {
-	r := &Ref{Coins: coins, FeeUID: feeUID, Net: make([]int64, len(coins))}
+	r := &Ref{Coins: coins, FeeUID: feeUID, Net: make([]int64, len(coins)), Settled: map[engine.SettleKey]bool{}}
 	coin := func(name string) engine.Coin {
 		for _, c := range coins {
 			if c.Name == name {
@@ -335,6 +337,8 @@ func (r *Ref) Apply(c engine.Cmd, seq uint64, timeMs int64, shard int, out *engi
 		out.Reject = r.withdraw(&c)
 	case engine.CmdAddUser:
 		out.Reject = r.addUser(&c)
+	case engine.CmdRebate:
+		out.Reject = r.rebate(&c)
 	case engine.CmdSetRules: // streams stage no rules
 		out.Reject = engine.RejectInvalidRules
 		if r.Market(c.Market) == nil {
@@ -349,10 +353,13 @@ func (r *Ref) addUser(c *engine.Cmd) engine.Reject {
 	if c.UID <= 0 {
 		return engine.RejectUnknownUser
 	}
+	if c.Amount < 0 || int64(c.Amount) > engine.RateOne || c.Amount != 0 && !c.Broker {
+		return engine.RejectInvalidAmount
+	}
 	if _, dup := r.Lookup(c.UID); dup {
 		return engine.RejectUserExists
 	}
-	r.Users = append(r.Users, RefUser{UID: c.UID, Broker: c.Broker, Referrer: c.Referrer})
+	r.Users = append(r.Users, RefUser{UID: c.UID, Broker: c.Broker, Referrer: c.Referrer, Rate: int64(c.Amount)})
 	r.Bal = append(r.Bal, make([]RefCell, len(r.Coins)))
 	return engine.OK
 }
@@ -397,6 +404,37 @@ func (r *Ref) withdraw(c *engine.Cmd) engine.Reject {
 	r.Bal[c.User][c.Coin].Avail -= int64(c.Amount)
 	r.bill(c.User, c.Coin, engine.BizWithdraw, -int64(c.Amount), 0, 0, 0, 0)
 	r.Net[c.Coin] -= int64(c.Amount)
+	return engine.OK
+}
+
+// rebate pays a broker's commission from the fee account, once per
+// (day, broker, market, product).
+func (r *Ref) rebate(c *engine.Cmd) engine.Reject {
+	if int(c.Coin) >= len(r.Coins) {
+		return engine.RejectUnknownCoin
+	}
+	if !r.valid(c.User, c.UID) {
+		return engine.RejectUnknownUser
+	}
+	if c.Amount < 0 || c.OrderID < 0 || c.Market >= engine.MaxMarkets {
+		return engine.RejectInvalidAmount
+	}
+	k := engine.SettleKey{Day: int32(c.OrderID >> 1), Broker: c.User, Market: c.Market, Product: uint8(c.OrderID & 1)}
+	if r.Settled[k] {
+		return engine.RejectAlreadySettled
+	}
+	if c.Amount > 0 {
+		fee, ok := r.Lookup(r.FeeUID)
+		if !ok || r.Bal[fee][c.Coin].Avail < int64(c.Amount) {
+			return engine.RejectInsufficientBalance
+		}
+		r.out.BillID = engine.BillID(r.seq, r.k, r.shard)
+		r.Bal[fee][c.Coin].Avail -= int64(c.Amount)
+		r.bill(fee, c.Coin, engine.BizRebate, -int64(c.Amount), 0, c.Market, 0, 0)
+		r.Bal[c.User][c.Coin].Avail += int64(c.Amount)
+		r.bill(c.User, c.Coin, engine.BizRebate, int64(c.Amount), 0, c.Market, 0, 0)
+	}
+	r.Settled[k] = true
 	return engine.OK
 }
 
@@ -790,9 +828,13 @@ func (r *Ref) StateHash() [32]byte {
 	b = le.AppendUint32(b, uint32(len(r.Users)))
 	for i, u := range r.Users {
 		u64(u.UID)
-		if u.Broker {
+		switch {
+		case u.Rate != 0:
+			b = append(b, 2)
+			u64(u.Rate)
+		case u.Broker:
 			b = append(b, 1)
-		} else {
+		default:
 			b = append(b, 0)
 		}
 		u64(u.Referrer)
@@ -803,6 +845,22 @@ func (r *Ref) StateHash() [32]byte {
 	}
 	for _, n := range r.Net {
 		u64(n)
+	}
+	if len(r.Settled) > 0 { // as engine.Accounts encodes them: sorted, after a magic
+		keys := make([]engine.SettleKey, 0, len(r.Settled))
+		for k := range r.Settled {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(x, y engine.SettleKey) int {
+			return cmp.Or(cmp.Compare(x.Day, y.Day), cmp.Compare(x.Broker, y.Broker), cmp.Compare(x.Market, y.Market), cmp.Compare(x.Product, y.Product))
+		})
+		b = binary.LittleEndian.AppendUint32(append(b, "RBT1"...), uint32(len(keys)))
+		for _, k := range keys {
+			b = binary.LittleEndian.AppendUint32(b, uint32(k.Day))
+			b = binary.LittleEndian.AppendUint32(b, uint32(k.Broker))
+			b = binary.LittleEndian.AppendUint16(b, uint16(k.Market))
+			b = append(b, k.Product)
+		}
 	}
 	return sha256.Sum256(b)
 }
