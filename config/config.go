@@ -91,8 +91,24 @@ type UserConfig struct {
 	Passphrase  string            `json:"passphrase"`
 	Broker      bool              `json:"broker"`
 	ReferrerUID int64             `json:"referrerUid"`
+	RebateRate  string            `json:"rebateRate"` // a broker's share of its referred users' fees, "0" to "1"
 	Deposits    map[string]string `json:"deposits"`
 	UIDWeight   int64             `json:"uid_weight_per_10s"`
+
+	Rate int64 `json:"-"` // RebateRate in engine.RateOne units
+}
+
+// ParseRebateRate parses a broker's rebate rate, a decimal from 0 to 1
+// with at most engine.RateDecimals decimals ("" is 0), into RateOne units.
+func ParseRebateRate(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := engine.ParseFixed([]byte(s), engine.RateDecimals)
+	if err != nil || v < 0 || v > engine.RateOne {
+		return 0, fmt.Errorf("%q is not a rate from 0 to 1 with at most %d decimals", s, engine.RateDecimals)
+	}
+	return v, nil
 }
 
 // LoadConfig reads a config file; an empty path means the embedded default.
@@ -337,6 +353,17 @@ func (c *Config) check() error {
 			return fmt.Errorf("config: users[%d]: apiKey (unique), secretKey and passphrase are required", i)
 		}
 		keys[u.APIKey] = true
+		rate, err := ParseRebateRate(u.RebateRate)
+		if err != nil {
+			return fmt.Errorf("config: users[%d].rebateRate: %v", i, err)
+		}
+		if rate != 0 && !u.Broker {
+			return fmt.Errorf("config: users[%d].rebateRate: only a broker has one", i)
+		}
+		c.Users[i].Rate = rate
+		if u.ReferrerUID < 0 || u.ReferrerUID == u.UID {
+			return fmt.Errorf("config: users[%d].referrerUid: must be another user's uid, or 0", i)
+		}
 		if u.UIDWeight < 0 {
 			return fmt.Errorf("config: users[%d].uid_weight_per_10s: must not be negative", i)
 		}

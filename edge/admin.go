@@ -21,20 +21,25 @@ import (
 // through config.Decode.
 
 // adminEndpoints is the admin API and the operators' endpoints.
-func adminEndpoints() []*endpoint {
+func adminEndpoints(devClock bool) []*endpoint {
 	a := func(method, path string, h handler) *endpoint { return &endpoint{method: method, path: path, h: h} }
 	metrics := &endpoint{method: "GET", path: "/metrics", h: handleMetrics, beforeStart: true,
 		contentType: string(expfmt.FmtText)}
 	healthz := &endpoint{method: "GET", path: "/healthz", h: handleHealthz, noToken: true, beforeStart: true}
 	readyz := &endpoint{method: "GET", path: "/readyz", h: handleReadyz, noToken: true, beforeStart: true}
-	return []*endpoint{
+	eps := []*endpoint{
 		a("POST", "/admin/v1/users", handleAdminUser),
 		a("POST", "/admin/v1/deposit", handleAdminDeposit),
 		a("POST", "/admin/v1/withdraw", handleAdminWithdraw),
 		a("GET", "/admin/v1/balances", handleAdminBalances),
 		a("GET", "/admin/v1/state", handleAdminState),
+		a("POST", "/admin/v1/rebate/settle", handleAdminSettle),
 		metrics, healthz, readyz,
 	}
+	if devClock { // else the path is unknown: 404
+		eps = append(eps, a("POST", "/admin/v1/clock", handleAdminClock))
+	}
+	return eps
 }
 
 // serveAdmin serves one admin request: the router calls serveAdminEndpoint.
@@ -107,6 +112,7 @@ func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred)
 		UID         *int64 `json:"uid"`
 		Broker      bool   `json:"broker"`
 		ReferrerUID int64  `json:"referrerUid"`
+		RebateRate  string `json:"rebateRate"`
 	}
 	body := ctx.Request.Body()
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -121,6 +127,13 @@ func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred)
 	if in.ReferrerUID < 0 {
 		return newErr(400, codeParam, "referrerUid must not be negative")
 	}
+	rate, err := config.ParseRebateRate(in.RebateRate)
+	if err != nil {
+		return newErr(400, codeParam, "rebateRate: "+err.Error())
+	}
+	if rate != 0 && !in.Broker {
+		return newErr(400, codeParam, "rebateRate: only a broker has one")
+	}
 	for attempt := 0; attempt < 16; attempt++ {
 		var uid int64
 		if in.UID == nil {
@@ -133,7 +146,7 @@ func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred)
 		var seed [seedLen]byte
 		rand.Read(seed[:])
 		r := core.AcquireRequest()
-		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: in.Broker, Referrer: in.ReferrerUID, User: noUser}
+		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: in.Broker, Referrer: in.ReferrerUID, Amount: engine.Amount(rate), User: noUser}
 		r.Cmd.Text.Set(seed[:])
 		if e := s.run(r); e != nil {
 			return e

@@ -46,6 +46,9 @@ var fuzzRoutes = []struct {
 	{"GET", "/metrics", true, true},
 	{"GET", "/healthz", true, false},
 	{"GET", "/readyz", true, false},
+	{"GET", "/api/v3/apiReferral/rebate/recentRecord", false, false},
+	{"POST", "/admin/v1/rebate/settle", true, false},
+	{"POST", "/admin/v1/clock", true, false},
 }
 
 func TestFuzzRoutesCover(t *testing.T) {
@@ -53,7 +56,7 @@ func TestFuzzRoutesCover(t *testing.T) {
 	for _, r := range fuzzRoutes {
 		listed[r.method+" "+r.path] = true
 	}
-	for _, eps := range [][]*endpoint{restEndpoints(), adminEndpoints()} {
+	for _, eps := range [][]*endpoint{restEndpoints(), adminEndpoints(true)} {
 		for _, e := range eps {
 			if !listed[e.method+" "+e.path] {
 				t.Errorf("%s %s is not in fuzzRoutes", e.method, e.path)
@@ -104,6 +107,9 @@ func FuzzREST(f *testing.F) {
 		{27, "", ""},
 		{28, "", ""},
 		{29, "", ""},
+		{30, "startTime=2026-01-01&endTime=2026-02-01&page=2&pageSize=1", ""},
+		{31, "", `{"date":"2026-01-01"}`},
+		{32, "", `{"nowMs":1}`},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.route), s.query, []byte(s.body))

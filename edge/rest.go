@@ -74,6 +74,7 @@ func restEndpoints() []*endpoint {
 		sig("GET", "/api/v3/account", 5, 5, handleAccount),
 		sig("GET", "/api/v3/account/", 5, 5, handleAccount),
 		sig("POST", "/api/v3/tax/income", 5, 50, handleIncome),
+		sig("GET", "/api/v3/apiReferral/rebate/recentRecord", 5, 5, handleRebateRecords),
 	}
 }
 

@@ -33,6 +33,9 @@ type Options struct {
 	// always stays below the process's file limit; MaxConnsPerIP bounds
 	// those from one address (0: 1,024).
 	MaxConns, MaxConnsPerIP int
+	// DevClock, when set, is the exchange's clock (the node's
+	// core.Options.Clock too): POST /admin/v1/clock moves it forward.
+	DevClock *core.DevClock
 }
 
 // MaxBodyBytes bounds request bodies (docs/API.md, "Errors": larger ones get 413).
@@ -94,8 +97,9 @@ type Server struct {
 	restRouter    *router.Router
 	adminRouter   *router.Router
 	coinsBody     []byte
-	accountHead   []byte       // the account answer up to its time (query.go)
-	maxUID        atomic.Int64 // highest uid registered or taken by an admin registration
+	accountHead   []byte         // the account answer up to its time (query.go)
+	maxUID        atomic.Int64   // highest uid registered or taken by an admin registration
+	clock         *core.DevClock // nil: the system clock, no /admin/v1/clock
 	registry      *prometheus.Registry
 	ready         atomic.Bool // Start is done and Shutdown not begun (GET /readyz)
 	log           *slog.Logger
@@ -138,7 +142,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{cfg: o.Config, keys: newKeyTable(), coins: coins, specs: specs,
 		bySymbol: map[string]*market{}, ipLim: newLimiter(), uidLim: newLimiter(),
 		recvWindowMs: o.RecvWindow.Milliseconds(), waitTimeout: o.WaitTimeout,
-		adminToken: []byte(o.AdminToken), log: o.Logger}
+		adminToken: []byte(o.AdminToken), log: o.Logger, clock: o.DevClock}
 	s.maxConns, s.maxConnsPerIP = connBounds(&o)
 	for i, sp := range specs {
 		m := &market{spec: sp, cfg: &o.Config.Spot[i]}
@@ -151,7 +155,7 @@ func New(o Options) (*Server, error) {
 	reg, durations := newRegistry()
 	s.registry = reg
 	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint, durations)
-	s.adminRouter = newRouter(adminEndpoints(), s.serveAdminEndpoint, nil)
+	s.adminRouter = newRouter(adminEndpoints(s.clock != nil), s.serveAdminEndpoint, nil)
 	return s, nil
 }
 
@@ -204,12 +208,12 @@ const seedLen = 32
 // then marks seeding done.
 func (s *Server) bootstrap(seeding bool) error {
 	acc := s.node.Accounts()
-	add := func(uid int64, broker bool, ref int64) error {
+	add := func(uid int64, broker bool, ref, rate int64) error {
 		if _, ok := acc.Lookup(uid); ok {
 			return nil
 		}
 		r := core.AcquireRequest()
-		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: broker, Referrer: ref, User: noUser}
+		r.Cmd = engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: broker, Referrer: ref, Amount: engine.Amount(rate), User: noUser}
 		if err := s.run(r); err != nil {
 			return fmt.Errorf("edge: registering uid %d: %v", uid, err.msg)
 		}
@@ -220,12 +224,19 @@ func (s *Server) bootstrap(seeding bool) error {
 		}
 		return nil
 	}
-	if err := add(s.cfg.FeeUID, false, 0); err != nil {
+	if err := add(s.cfg.FeeUID, false, 0, 0); err != nil {
 		return err
 	}
-	for _, u := range s.cfg.Users {
-		if err := add(u.UID, u.Broker, u.ReferrerUID); err != nil {
-			return err
+	// Brokers first: a user's referral counts only if its broker is
+	// registered before it.
+	for _, brokers := range []bool{true, false} {
+		for _, u := range s.cfg.Users {
+			if u.Broker != brokers {
+				continue
+			}
+			if err := add(u.UID, u.Broker, u.ReferrerUID, u.Rate); err != nil {
+				return err
+			}
 		}
 	}
 	for _, u := range s.cfg.Users {

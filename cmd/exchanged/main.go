@@ -39,6 +39,7 @@ func run() int {
 	ioTuning := flag.String("io-tuning", "all", "storage tunings under Pebble: all, none, or a list of spare,aio,pace-tables (docs/DESIGN.md)")
 	maxConns := flag.Int("max-conns", 0, "open connections each listener holds at most (0: 16384; kept below the file limit)")
 	maxConnsPerIP := flag.Int("max-conns-per-ip", 0, "open connections from one address each listener holds at most (0: 1024)")
+	devClock := flag.Bool("dev-clock", false, "demo and test clock: POST /admin/v1/clock {\"nowMs\"} moves the exchange's clock forward (docs/API.md)")
 	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")
 	flag.Parse()
 
@@ -110,8 +111,15 @@ func run() int {
 		return fail("the admin API would listen beyond this machine with the demo config's public token: set -admin-token",
 			"adminListen", *adminListen)
 	}
+	var clock *core.DevClock
+	var clockNow func() int64
+	if *devClock {
+		clock = &core.DevClock{}
+		clockNow = clock.Now
+		logger.Warn("dev clock: POST /admin/v1/clock moves the exchange's clock; not for production")
+	}
 	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger,
-		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP})
+		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP, DevClock: clock})
 	if err != nil {
 		return fail("edge", "err", err)
 	}
@@ -125,7 +133,7 @@ func run() int {
 	coins, specs, _ := cfg.EngineSpecs()
 	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: tuning},
 		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID},
-		core.Options{Logger: logger, OnAddUser: s.OnAddUser})
+		core.Options{Logger: logger, OnAddUser: s.OnAddUser, Clock: clockNow})
 	if err != nil {
 		s.Shutdown(5 * time.Second)
 		return fail("start", "err", err)
