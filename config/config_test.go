@@ -10,7 +10,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Coins) != 3 || len(c.Spot) != 2 || len(c.Users) != 2 || c.FeeUID != 1 {
+	if len(c.Coins) != 3 || len(c.Spot) != 2 || len(c.Users) != 3 || c.FeeUID != 1 {
 		t.Errorf("default config: got %d coins, %d markets, %d users", len(c.Coins), len(c.Spot), len(c.Users))
 	}
 }
