@@ -426,16 +426,23 @@ func (n *Node) Order(u engine.UserIdx, uid int64, m engine.MarketID, orderID int
 }
 
 // Depth returns up to limit levels per side of m, best first, and the last price.
-func (n *Node) Depth(m engine.MarketID, limit int, deadline time.Time, bids, asks []engine.Level) ([]engine.Level, []engine.Level, engine.Price, error) {
+func (n *Node) Depth(m engine.MarketID, limit int, deadline time.Time, bids, asks []engine.Level) (Book, error) {
 	r, err := n.query(QueryDepth, engine.Cmd{Market: m, Qty: engine.Qty(limit)}, deadline)
 	if err != nil {
-		return bids, asks, 0, err
+		return Book{Bids: bids, Asks: asks}, err
 	}
-	bids = append(bids, r.Bids...)
-	asks = append(asks, r.Asks...)
-	last := r.Last
+	b := Book{Bids: append(bids, r.Bids...), Asks: append(asks, r.Asks...), Last: r.Last, Seq: r.Seq}
 	ReleaseRequest(r)
-	return bids, asks, last, nil
+	return b, nil
+}
+
+// Book is a market's book as Depth answers it.
+type Book struct {
+	Bids, Asks []engine.Level // best first, up to the limit asked for
+	Last       engine.Price   // the last trade's price; 0 before the first
+	// Seq is the market's shard's last command as of the answer: it grows
+	// with every change of the book (and with the shard's other commands).
+	Seq uint64
 }
 
 // AllOrders returns u's (uid's) orders in m created within [startMs,

@@ -54,9 +54,9 @@ func TestNodeBasics(t *testing.T) {
 	if err != nil || len(oo) != 1 || oo[0].OrderID != buyID || oo[0].ExecutedQty != 2000 {
 		t.Fatalf("open orders: got %+v %v", oo, err)
 	}
-	bids, asks, last, err := n.Depth(0, 10, deadline(), nil, nil)
-	if err != nil || len(bids) != 1 || len(asks) != 0 || last != 10000 {
-		t.Fatalf("depth: got %v %v %v %v", bids, asks, last, err)
+	book, err := n.Depth(0, 10, deadline(), nil, nil)
+	if err != nil || len(book.Bids) != 1 || len(book.Asks) != 0 || book.Last != 10000 || book.Seq == 0 {
+		t.Fatalf("depth: got %+v %v", book, err)
 	}
 	v, ok, err := n.Order(b, 200, 0, sellID, nil, deadline())
 	if err != nil || !ok || v.Status != engine.StatusFilled {

@@ -138,11 +138,11 @@ func (n *Node) inUSDT(c engine.CoinID, x engine.Amount, coins []engine.Coin, dea
 		if s == nil || s.Base != c || coins[s.Quote].Name != "USDT" {
 			continue
 		}
-		_, _, last, err := n.Depth(s.ID, 0, deadline, nil, nil)
-		if err != nil || last <= 0 {
+		b, err := n.Depth(s.ID, 0, deadline, nil, nil)
+		if err != nil || b.Last <= 0 {
 			return 0
 		}
-		v, _ := s.BaseValue(x, last)
+		v, _ := s.BaseValue(x, b.Last)
 		return v
 	}
 	return 0

@@ -419,7 +419,7 @@ func (s *shard) query(r *Request) {
 		}
 	case QueryDepth:
 		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])
-		r.Last = s.eng.LastPrice(c.Market)
+		r.Last, r.Seq = s.eng.LastPrice(c.Market), s.seq
 	case QuerySettled:
 		r.HasOrder = s.n.st.Accounts.Settled(engine.SettleKey{Day: int32(c.OrderID >> 1), Broker: c.User,
 			Market: c.Market, Product: uint8(c.OrderID & 1)})

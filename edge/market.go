@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -254,11 +255,12 @@ func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	if e != nil {
 		return e
 	}
-	bids, asks, _, err := s.node.Depth(m.spec.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
-	st.bids, st.asks = bids, asks
+	book, err := s.node.Depth(m.spec.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
+	st.bids, st.asks = book.Bids, book.Asks
 	if err != nil {
 		return s.queryErr(err)
 	}
+	bids, asks := book.Bids, book.Asks
 	sp := m.spec
 	side := func(b []byte, lv []engine.Level) []byte {
 		b = append(b, '[')
@@ -278,6 +280,8 @@ func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	b = side(b, asks)
 	b = append(b, `,"bids":`...)
 	b = side(b, bids)
+	b = append(b, `,"lastUpdateId":`...)
+	b = strconv.AppendUint(b, book.Seq, 10)
 	b = append(b, `,"time":`...)
 	b = appendInt(b, st.nowMs)
 	st.buf = append(b, '}')
@@ -373,10 +377,11 @@ func (s *Server) tickers(ctx *fasthttp.RequestCtx, st *reqState,
 // handleTickerPrice: GET /api/v3/market/ticker/price[?symbol=].
 func handleTickerPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
-		_, _, last, err := s.node.Depth(m.spec.ID, 0, s.deadline(), st.bids[:0], st.asks[:0])
+		book, err := s.node.Depth(m.spec.ID, 0, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
 			return b, s.queryErr(err)
 		}
+		last := book.Last
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, m.spec.Symbol)
 		b = append(b, `,"price":"`...)
@@ -388,10 +393,11 @@ func handleTickerPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 // handleBookTicker: GET /api/v3/market/ticker/bookTicker[?symbol=].
 func handleBookTicker(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
-		bids, asks, _, err := s.node.Depth(m.spec.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
+		book, err := s.node.Depth(m.spec.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
 			return b, s.queryErr(err)
 		}
+		bids, asks := book.Bids, book.Asks
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, m.spec.Symbol)
 		b = appendBest(b, m.spec, "bid", bids)
@@ -425,10 +431,11 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 	from := st.nowMs - 24*3600*1000
 	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
 		sp := m.spec
-		bids, asks, last, err := s.node.Depth(sp.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
+		book, err := s.node.Depth(sp.ID, 1, s.deadline(), st.bids[:0], st.asks[:0])
 		if err != nil {
 			return b, s.queryErr(err)
 		}
+		bids, asks, last := book.Bids, book.Asks, book.Last
 		trades, err := s.store.MarketTrades(sp.ID, 1000, st.trades[:0])
 		st.trades = trades
 		if err != nil {

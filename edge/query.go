@@ -160,6 +160,8 @@ func handleMyTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) 
 		b = appendBool(b, buyer)
 		b = append(b, `,"isMaker":`...)
 		b = appendBool(b, maker)
+		b = append(b, `,"maker":`...) // what ccxt reads
+		b = appendBool(b, maker)
 		b = append(b, '}')
 	}
 	st.buf = append(b, ']')

@@ -55,6 +55,7 @@ const near = (a, b) => Math.abs(a - b) < 1e-9;
     check(ob.bids.length === 1 && ob.bids[0][0] === 30000 && ob.bids[0][1] === 0.01 && ob.asks.length === 1 && ob.asks[0][0] === 31000, 'fetchOrderBook', ob);
     const ob200 = await ex.fetchOrderBook('BTC/USDT', 100);
     check(ob200.bids.length === 1, 'fetchOrderBook limit', ob200);
+    check(Number.isInteger(ob.nonce) && ob.nonce > 0 && ob200.nonce >= ob.nonce, 'fetchOrderBook nonce (lastUpdateId)', [ob.nonce, ob200.nonce]);
 
     const c = await ex.cancelOrder(lim.id, 'BTC/USDT');
     check(c.id === lim.id && c.status === 'canceled', 'cancelOrder', c);
@@ -83,6 +84,7 @@ const near = (a, b) => Math.abs(a - b) < 1e-9;
 
     const mine = await ex.fetchMyTrades('BTC/USDT');
     check(mine.length === 1 && mine[0].price === 31000 && mine[0].amount === 0.02 && mine[0].side === 'buy' && near(mine[0].fee.cost, 0.00002) && mine[0].fee.currency === 'BTC', 'fetchMyTrades', mine[0]);
+    check(mine[0].takerOrMaker === 'taker', 'fetchMyTrades takerOrMaker (maker)', mine[0].takerOrMaker);
     const trades = await ex.fetchTrades('BTC/USDT');
     check(trades.length === 1 && trades[0].price === 31000 && trades[0].side === 'buy', 'fetchTrades', trades);
     const tk = await ex.fetchTicker('BTC/USDT');
