@@ -88,6 +88,7 @@ func newShard(n *Node, id int, e *engine.Engine) *shard {
 	s := &shard{id: id, n: n, eng: e, q: newRing(n.opt.RingSize), w: journal.NewWriter(id), batch: make([]*Request, 0, maxBatch)}
 	s.w.NoHistory = benchNoHistory
 	s.w.Accrue(n.st.Accounts, n.st.Markets) // a market's entry changes on its own shard only
+	s.w.KeepCandles(n.store)
 	s.seq, s.timeMs = n.st.Seqs[id], n.st.Times[id]
 	s.applying.Store(s.seq)
 	s.flushed.Store(s.seq)

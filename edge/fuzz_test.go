@@ -49,6 +49,7 @@ var fuzzRoutes = []struct {
 	{"GET", "/api/v3/apiReferral/rebate/recentRecord", false, false},
 	{"POST", "/admin/v1/rebate/settle", true, false},
 	{"POST", "/admin/v1/clock", true, false},
+	{"GET", "/api/v3/market/klines", false, false},
 }
 
 func TestFuzzRoutesCover(t *testing.T) {
@@ -110,6 +111,7 @@ func FuzzREST(f *testing.F) {
 		{30, "startTime=2026-01-01&endTime=2026-02-01&page=2&pageSize=1", ""},
 		{31, "", `{"date":"2026-01-01"}`},
 		{32, "", `{"nowMs":1}`},
+		{33, "symbol=BTCUSDT&interval=1w&startTime=0&limit=3", ""},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.route), s.query, []byte(s.body))

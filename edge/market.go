@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
 )
 
 func handleTime(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
@@ -497,4 +498,73 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 		b = appendInt(b, count)
 		return append(b, '}'), nil
 	})
+}
+
+// handleKlines: GET /api/v3/market/klines?symbol=&interval=&startTime=&endTime=&limit=
+// (default 500, max 1000): candles from the durable 1m/1h/1d rows
+// (journal.Klines), oldest first, as WEEX's arrays of eleven.
+func handleKlines(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	if e := checkArgs(ctx, "symbol", "interval", "startTime", "endTime", "limit"); e != nil {
+		return e
+	}
+	m, e := s.argSymbol(ctx, true)
+	if e != nil {
+		return e
+	}
+	args := ctx.QueryArgs()
+	if !args.Has("interval") {
+		return newErr(400, codeParamMissing, "parameter interval is required")
+	}
+	var iv *journal.Interval
+	for i := range journal.Intervals {
+		if journal.Intervals[i].Name == string(args.Peek("interval")) {
+			iv = &journal.Intervals[i]
+		}
+	}
+	if iv == nil {
+		return newErr(400, codeParam, "invalid interval: one of 1m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d 1w 1M")
+	}
+	start, end, e := timeRange(ctx)
+	if e != nil {
+		return e
+	}
+	limit, e := argIntIn(ctx, "limit", 500, 1, 1000)
+	if e != nil {
+		return e
+	}
+	candles, err := s.store.Klines(m.spec.ID, iv, start, end, int(limit))
+	if err != nil {
+		return s.queryErr(err)
+	}
+	sp := m.spec
+	quote := &s.coins[sp.Quote]
+	b := append(st.buf, '[')
+	for i := range candles {
+		k := &candles[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendInt(b, k.OpenMs)
+		for _, p := range [...]engine.Price{k.Open, k.High, k.Low, k.Close} {
+			b = append(b, `,"`...)
+			b = sp.AppendPrice(b, p)
+			b = append(b, '"')
+		}
+		b = append(b, `,"`...)
+		b = sp.AppendQty(b, k.Volume)
+		b = append(b, `",`...)
+		b = appendInt(b, iv.End(k.OpenMs)-1)
+		b = append(b, `,"`...)
+		b = appendAmount(b, quote, k.QuoteVolume)
+		b = append(b, `",`...)
+		b = appendInt(b, k.Trades)
+		b = append(b, `,"`...)
+		b = sp.AppendQty(b, k.TakerBuyVolume)
+		b = append(b, `","`...)
+		b = appendAmount(b, quote, k.TakerBuyQuote)
+		b = append(b, `"]`...)
+	}
+	st.buf = append(b, ']')
+	return nil
 }

@@ -60,6 +60,7 @@ func restEndpoints() []*endpoint {
 		pub("/api/v3/market/ticker/price", 2, handleTickerPrice),
 		pub("/api/v3/market/ticker/bookTicker", 2, handleBookTicker),
 		pub("/api/v3/market/ticker/24hr", 5, handleTicker24h),
+		pub("/api/v3/market/klines", 10, handleKlines),
 		pub("/capi/v3/market/exchangeInfo", 5, handleContractInfo),
 		sig("POST", "/api/v3/order/batch", 10, 50, handleBatch),
 		sig("DELETE", "/api/v3/order/batch", 5, 10, handleCancelBatch),

@@ -27,6 +27,7 @@ import (
 //	"a" day(4) broker(4) product(1) market(2)     a batch's referral fees of one broker (rebate.go)
 //	    shard(1) firstSeq(8)
 //	"b" brokerUID(8) day(4) product(1) market(2)  a broker's rebate record (rebate.go)
+//	"k" market(2) interval(1) openMs(8)           a market's 1m, 1h or 1d candle (candle.go)
 //
 // The values of "o", "l", "h" and "p" are history blocks (hist.go, doc.go;
 // an "l" row is an "o" block of one order). An order still working has no
@@ -44,6 +45,7 @@ const (
 	pfxRules    = 'r'
 	pfxAccrual  = 'a'
 	pfxRebate   = 'b'
+	pfxCandle   = 'k'
 )
 
 var be = binary.BigEndian

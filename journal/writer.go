@@ -23,6 +23,10 @@ type Writer struct {
 	refs     Referrals            // nil: no referral accruals
 	specs    []*engine.MarketSpec // by market id: the scales of the accruals' values
 	accruals []Accrual            // this batch's (rebate.go)
+
+	candleStore *Store            // nil: no candles (candle.go)
+	mc          []*marketCandles  // by market: the current candles
+	dirty       []engine.MarketID // markets whose candles this batch changed
 }
 
 // Accrue makes w keep referral accruals (rebate.go) of the trades it is
@@ -59,6 +63,9 @@ func (w *Writer) Add(b *Batch, c *engine.Cmd, o *engine.Out) {
 		if w.refs != nil && len(o.Trades) > 0 {
 			w.accrue(o)
 		}
+		if w.candleStore != nil && len(o.Trades) > 0 {
+			w.candles(o)
+		}
 		w.hist.add(c, o, uint64(w.count))
 		if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {
 			w.key = userKey(w.key[:0], c.User)
@@ -77,6 +84,7 @@ func (w *Writer) Finish(b *Batch) {
 	w.rec = finishRecord(w.rec, w.count)
 	w.key, w.val = w.hist.write(b.b, w.shard, w.first, w.timeMs, w.key, w.val)
 	w.writeAccruals(b)
+	w.writeCandles(b)
 	w.key = journalKey(w.key[:0], w.shard, w.first)
 	b.b.Set(w.key, w.rec, nil)
 }

@@ -226,6 +226,13 @@ func badCases() []badCase {
 		{"depth limit too large", req{method: "GET", path: "/api/v3/market/depth?symbol=BTCUSDT&limit=201"}, 400, -1140, ""},
 		{"depth limit word", req{method: "GET", path: "/api/v3/market/depth?symbol=BTCUSDT&limit=all"}, 400, -1140, ""},
 		{"trades limit 0", req{method: "GET", path: "/api/v3/market/trades?symbol=BTCUSDT&limit=0"}, 400, -1140, ""},
+		{"klines without symbol", req{method: "GET", path: "/api/v3/market/klines?interval=1m"}, 400, -1141, ""},
+		{"klines without interval", req{method: "GET", path: "/api/v3/market/klines?symbol=BTCUSDT"}, 400, -1141, ""},
+		{"klines interval 2m", req{method: "GET", path: "/api/v3/market/klines?symbol=BTCUSDT&interval=2m"}, 400, -1140, ""},
+		{"klines interval 1D", req{method: "GET", path: "/api/v3/market/klines?symbol=BTCUSDT&interval=1D"}, 400, -1140, ""},
+		{"klines limit 1001", req{method: "GET", path: "/api/v3/market/klines?symbol=BTCUSDT&interval=1m&limit=1001"}, 400, -1140, ""},
+		{"klines start after end", req{method: "GET", path: "/api/v3/market/klines?symbol=BTCUSDT&interval=1h&startTime=5&endTime=4"}, 400, -1171, ""},
+		{"klines unknown symbol", req{method: "GET", path: "/api/v3/market/klines?symbol=BTCEUR&interval=1h"}, 400, -1121, ""},
 		{"ticker unknown symbol", req{method: "GET", path: "/api/v3/market/ticker/24hr?symbol=NOPE"}, 400, -1121, ""},
 		{"price ticker unknown symbol", req{method: "GET", path: "/api/v3/market/ticker/price?symbol=NOPE"}, 400, -1121, ""},
 

@@ -85,6 +85,10 @@ const near = (a, b) => Math.abs(a - b) < 1e-9;
     const mine = await ex.fetchMyTrades('BTC/USDT');
     check(mine.length === 1 && mine[0].price === 31000 && mine[0].amount === 0.02 && mine[0].side === 'buy' && near(mine[0].fee.cost, 0.00002) && mine[0].fee.currency === 'BTC', 'fetchMyTrades', mine[0]);
     check(mine[0].takerOrMaker === 'taker', 'fetchMyTrades takerOrMaker (maker)', mine[0].takerOrMaker);
+    for (const tf of ['1m', '1h', '1w', '1M']) {
+        const k = await ex.fetchOHLCV('BTC/USDT', tf);
+        check(k.length === 1 && k[0][1] === 31000 && k[0][4] === 31000 && k[0][5] === 0.02 && k[0][0] <= Date.now(), 'fetchOHLCV ' + tf, k);
+    }
     const trades = await ex.fetchTrades('BTC/USDT');
     check(trades.length === 1 && trades[0].price === 31000 && trades[0].side === 'buy', 'fetchTrades', trades);
     const tk = await ex.fetchTicker('BTC/USDT');
