@@ -305,7 +305,7 @@ func checkHistory(t *testing.T, n *Node, h *histModel, idx []engine.UserIdx) {
 			}
 			w = w[min(off, len(w)):]
 			w = w[:min(lim, len(w))]
-			got, err := n.Store().Bills(uid, coin, biz, s, e, off, lim, nil)
+			got, err := n.Store().Bills(uid, coin, journal.Biz(biz), s, e, off, lim, nil)
 			if err != nil || !slices.Equal(nonNil(got), nonNil(w)) {
 				t.Fatalf("uid %d: bills coin %d biz %v [%d, %d) offset %d limit %d: got %d %v, want %d\n got %+v\nwant %+v",
 					uid, coin, biz, s, e, off, lim, len(got), err, len(w), head(got), head(w))

@@ -83,7 +83,7 @@ func TestNodeBasics(t *testing.T) {
 			t.Fatalf("bills not newest first: %+v", bills)
 		}
 	}
-	dep, err := n.Store().Bills(100, 2, engine.BizDeposit, 0, maxTime, 0, 10, nil)
+	dep, err := n.Store().Bills(100, 2, journal.Biz(engine.BizDeposit), 0, maxTime, 0, 10, nil)
 	if err != nil || len(dep) != 1 || dep[0].Delta != 1_000_000_000 {
 		t.Fatalf("deposit bills of a in USDT: got %+v %v", dep, err)
 	}

@@ -50,6 +50,8 @@ var fuzzRoutes = []struct {
 	{"POST", "/admin/v1/rebate/settle", true, false},
 	{"POST", "/admin/v1/clock", true, false},
 	{"GET", "/api/v3/market/klines", false, false},
+	{"POST", "/api/v3/account/bills", false, false},
+	{"POST", "/api/v3/account/fundingBills", false, false},
 }
 
 func TestFuzzRoutesCover(t *testing.T) {
@@ -112,6 +114,8 @@ func FuzzREST(f *testing.F) {
 		{31, "", `{"date":"2026-01-01"}`},
 		{32, "", `{"nowMs":1}`},
 		{33, "symbol=BTCUSDT&interval=1w&startTime=0&limit=3", ""},
+		{34, "", `{"coinId":2,"bizType":"deposit","after":0,"before":"99999999999999","limit":5}`},
+		{35, "", `{"coinId":2,"startTime":0,"pageIndex":2,"pageSize":1}`},
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.route), s.query, []byte(s.body))

@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -231,74 +230,13 @@ func handleAccount(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *
 
 // handleIncome: POST /api/v3/tax/income {coin, bizType, month, limit, page}.
 func handleIncome(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	d := &st.sc
-	body := ctx.Request.Body()
-	if len(body) == 0 {
-		body = []byte("{}")
+	var a bodyArgs
+	if e := a.decode(&st.sc, ctx.Request.Body(), incomeFields); e != nil {
+		return e
 	}
-	d.reset(body)
-	var coin, biz, month []byte
-	limit, page := int64(10), int64(1)
-	hasCoin, hasBiz, hasMonth := false, false, false
-	var bad *apiError
-	if d.objectStart() {
-		for d.nextKey() {
-			key := d.key
-			if d.kind() == 'z' {
-				d.literal()
-				continue
-			}
-			switch string(key) {
-			case "coin", "bizType", "month":
-				if d.kind() != 's' {
-					if bad == nil {
-						bad = newErr(400, codeParam, fmt.Sprintf("parameter %s must be a string", key))
-					}
-					d.skip()
-					continue
-				}
-				v, _ := d.str()
-				switch string(key) {
-				case "coin":
-					coin, hasCoin = v, true
-				case "bizType":
-					biz, hasBiz = v, true
-				default:
-					month, hasMonth = v, true
-				}
-			case "limit", "page":
-				var raw []byte
-				switch d.kind() {
-				case 'n':
-					raw, _ = d.number()
-				case 's':
-					raw, _ = d.str()
-				default:
-					d.skip()
-				}
-				v, ok := parseInt(raw)
-				if !ok && bad == nil {
-					bad = newErr(400, codeParam, fmt.Sprintf("parameter %s must be a positive integer", key))
-				}
-				if string(key) == "limit" {
-					limit = v
-				} else {
-					page = v
-				}
-			default:
-				if bad == nil {
-					bad = newErr(400, codeParam, fmt.Sprintf("unknown parameter %q", key))
-				}
-				d.skip()
-			}
-		}
-	}
-	if !d.end() {
-		return errJSON
-	}
-	if bad != nil {
-		return bad
-	}
+	coin, biz, month := a.str[0], a.str[1], a.str[2]
+	hasCoin, hasBiz, hasMonth := a.has[0], a.has[1], a.has[2]
+	limit, page := a.intOr(3, 10), a.intOr(4, 1)
 	if limit < 1 || limit > 200 {
 		return limitErr("limit", 1, 200)
 	}
@@ -333,45 +271,12 @@ func handleIncome(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 		from = t
 	}
 	to := from.AddDate(0, 1, 0)
-	bills, err := s.store.Bills(c.uid, coinID, bt, from.UnixMilli(), to.UnixMilli(), int((page-1)*limit), int(limit), st.bills[:0])
+	bills, err := s.store.Bills(c.uid, coinID, journal.Biz(bt), from.UnixMilli(), to.UnixMilli(), int((page-1)*limit), int(limit), st.bills[:0])
 	st.bills = bills
 	if err != nil {
 		return s.queryErr(err)
 	}
-	b := append(st.buf, '[')
-	for i := range bills {
-		bl := &bills[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		co := &s.coins[bl.Coin]
-		b = append(b, `{"billId":"`...)
-		b = appendInt(b, int64(bl.BillID))
-		b = append(b, `","coinId":`...)
-		b = appendInt(b, co.ExternalID)
-		b = append(b, `,"coinName":`...)
-		b = appendStr(b, co.Name)
-		b = append(b, `,"bizType":`...)
-		b = appendStr(b, bl.Biz.String())
-		b = append(b, `,"fillSize":"`...)
-		if bl.FillQty != 0 && int(bl.Market) < len(s.markets) {
-			mk := s.markets[bl.Market].spec
-			b = mk.AppendQty(b, bl.FillQty)
-			b = append(b, `","fillValue":"`...)
-			b = appendAmount(b, &s.coins[mk.Quote], bl.FillQuote)
-		} else {
-			b = append(b, `0","fillValue":"0`...)
-		}
-		b = append(b, `","deltaAmount":"`...)
-		b = appendAmount(b, co, bl.Delta)
-		b = append(b, `","afterAmount":"`...)
-		b = appendAmount(b, co, bl.After)
-		b = append(b, `","fees":"`...)
-		b = appendAmount(b, co, bl.Fee)
-		b = append(b, `","cTime":"`...)
-		b = appendInt(b, bl.TimeMs)
-		b = append(b, `"}`...)
-	}
-	st.buf = append(b, ']')
+	st.buf = s.appendBills(append(st.buf, '['), bills)
+	st.buf = append(st.buf, ']')
 	return nil
 }

@@ -75,6 +75,8 @@ func restEndpoints() []*endpoint {
 		sig("GET", "/api/v3/account", 5, 5, handleAccount),
 		sig("GET", "/api/v3/account/", 5, 5, handleAccount),
 		sig("POST", "/api/v3/tax/income", 5, 50, handleIncome),
+		sig("POST", "/api/v3/account/bills", 5, 5, handleBills),
+		sig("POST", "/api/v3/account/fundingBills", 5, 5, handleFundingBills),
 		sig("GET", "/api/v3/apiReferral/rebate/recentRecord", 5, 5, handleRebateRecords),
 	}
 }

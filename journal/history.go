@@ -342,11 +342,26 @@ var errCorruptBlock = fmt.Errorf("%w: history block", ErrCorrupt)
 // CoinAll asks Bills for every coin.
 const CoinAll = -1
 
+// BizSet is a set of bill types (Biz); 0 is every type.
+type BizSet uint32
+
+// Biz returns the set of the types bs; type 0 adds nothing, so Biz(0) is
+// 0, every type.
+func Biz(bs ...engine.BizType) BizSet {
+	var set BizSet
+	for _, b := range bs {
+		if b != 0 {
+			set |= 1 << (b & 31)
+		}
+	}
+	return set
+}
+
 // Bills returns uid's finance records with time in [startMs, endMs), newest
 // first, filtered by coin (CoinAll for any) and biz (0 for any), skipping
 // offset and returning at most limit. History does not keep Bill.User (it
 // is 0); UID identifies the user.
-func (s *Store) Bills(uid int64, coin int, biz engine.BizType, startMs, endMs int64, offset, limit int, dst []engine.Bill) ([]engine.Bill, error) {
+func (s *Store) Bills(uid int64, coin int, biz BizSet, startMs, endMs int64, offset, limit int, dst []engine.Bill) ([]engine.Bill, error) {
 	if limit <= 0 || endMs <= startMs {
 		return dst, nil
 	}
@@ -369,7 +384,7 @@ func (s *Store) Bills(uid int64, coin int, biz engine.BizType, startMs, endMs in
 		}
 		for i := len(block) - 1; i >= 0; i-- { // newest first
 			b := &block[i]
-			if coin != CoinAll && int(b.Coin) != coin || biz != 0 && b.Biz != biz {
+			if coin != CoinAll && int(b.Coin) != coin || biz != 0 && biz&Biz(b.Biz) == 0 {
 				continue
 			}
 			if offset > 0 {

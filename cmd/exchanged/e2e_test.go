@@ -370,6 +370,8 @@ func TestRestart(t *testing.T) {
 			m[u.key+"all"] = string(s.get(u, "/api/v3/allOrders?symbol=BTCUSDT", nil))
 			m[u.key+"alleth"] = string(s.get(u, "/api/v3/allOrders?symbol=ETHUSDT", nil))
 			m[u.key+"bills"] = string(s.post(u, "/api/v3/tax/income", `{"limit":200}`, nil))
+			m[u.key+"ledger"] = string(s.post(u, "/api/v3/account/bills", `{"limit":100}`, nil))
+			m[u.key+"funding"] = string(s.post(u, "/api/v3/account/fundingBills", `{"pageSize":100}`, nil))
 			acct := map[string]any{}
 			s.get(u, "/api/v3/account/", &acct)
 			bal, _ := json.Marshal(acct["balances"])
@@ -377,6 +379,7 @@ func TestRestart(t *testing.T) {
 		}
 		m["depth"] = string(s.get(nil, "/api/v3/market/depth?symbol=BTCUSDT", nil))
 		m["depth"] = m["depth"][:strings.Index(m["depth"], `"time"`)]
+		m["klines"] = string(s.get(nil, "/api/v3/market/klines?symbol=BTCUSDT&interval=1m", nil))
 		return m
 	}
 	before := snapshot(s)

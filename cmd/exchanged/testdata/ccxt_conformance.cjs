@@ -85,6 +85,12 @@ const near = (a, b) => Math.abs(a - b) < 1e-9;
     const mine = await ex.fetchMyTrades('BTC/USDT');
     check(mine.length === 1 && mine[0].price === 31000 && mine[0].amount === 0.02 && mine[0].side === 'buy' && near(mine[0].fee.cost, 0.00002) && mine[0].fee.currency === 'BTC', 'fetchMyTrades', mine[0]);
     check(mine[0].takerOrMaker === 'taker', 'fetchMyTrades takerOrMaker (maker)', mine[0].takerOrMaker);
+    const led = await ex.fetchLedger('USDT');
+    check(led.length === 2 && led[0].type === 'deposit' && near(led[0].amount, 1000000) && led[1].type === 'trade' &&
+        led[1].direction === 'out' && near(led[1].amount, 620) && near(led[1].after, 1000000 - 620) && near(led[1].before, 1000000),
+        'fetchLedger', led.map(e => [e.type, e.direction, e.amount, e.before, e.after]));
+    const fund = await ex.fetchLedger(undefined, undefined, undefined, { type: 'funding' });
+    check(fund.length === 2 && fund.every(e => e.type === 'deposit' && e.direction === 'in'), 'fetchLedger funding', fund.map(e => [e.type, e.currency, e.amount]));
     for (const tf of ['1m', '1h', '1w', '1M']) {
         const k = await ex.fetchOHLCV('BTC/USDT', tf);
         check(k.length === 1 && k[0][1] === 31000 && k[0][4] === 31000 && k[0][5] === 0.02 && k[0][0] <= Date.now(), 'fetchOHLCV ' + tf, k);
