@@ -171,10 +171,6 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		n.wg.Add(1)
 		go n.scrubber()
 	}
-	if o.SettleEvery >= 0 {
-		n.wg.Add(1)
-		go n.settler()
-	}
 	store.Serving(true)
 	for _, spec := range o.Markets {
 		if spec == nil {
@@ -189,11 +185,16 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		}
 		n.log.Info("core: market rules changed", "market", spec.Symbol)
 	}
+	if o.SettleEvery >= 0 { // after the rules: settlement reads the markets' specs
+		n.wg.Add(1)
+		go n.settler()
+	}
 	return n, nil
 }
 
-// rulesOf returns the rules market m runs under now (start-up only: the
-// engines are read outside their shards).
+// rulesOf returns the rules market m runs under now. Only Open changes
+// rules (each on its market's shard), so this read outside the shards is
+// safe during Open's own calls and once Open has returned.
 func (n *Node) rulesOf(m engine.MarketID) *engine.MarketSpec {
 	if int(m) >= len(n.st.Markets) {
 		return nil
