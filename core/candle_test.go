@@ -12,7 +12,8 @@ import (
 // TestKlines trades at random times over ten days on the exchange's clock,
 // with a restart in the middle of a minute, an hour and a day, and checks
 // every interval's candles, over several ranges and limits, against
-// candles summed directly from the market's public trades.
+// candles summed directly from the market's public trades, and windows
+// (the 24-hour ticker's) likewise.
 func TestKlines(t *testing.T) {
 	dir := t.TempDir()
 	var clock atomic.Int64
@@ -131,6 +132,41 @@ func TestKlines(t *testing.T) {
 		}
 		if len(starts) < 2 {
 			t.Fatalf("%s: only %d candles: the test spans too little time", iv.Name, len(starts))
+		}
+	}
+
+	// Windows (the 24-hour ticker's): every trade of the minutes from the
+	// one holding from to the one holding to.
+	for i := 0; i < 200; i++ {
+		from := first - 3_600_000 + r.Int64N(last-first+2*3_600_000)
+		to := from + r.Int64N(2*86_400_000)
+		if i%4 == 0 {
+			to = from + 86_400_000
+		}
+		got, err := n.Store().Window(0, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := journal.Candle{OpenMs: from - from%60_000}
+		for j := len(all) - 1; j >= 0; j-- {
+			tr := &all[j]
+			if tr.TimeMs < want.OpenMs || tr.TimeMs >= to-to%60_000+60_000 {
+				continue
+			}
+			if want.Trades == 0 {
+				want.Open, want.High, want.Low = tr.Price, tr.Price, tr.Price
+			}
+			want.High, want.Low, want.Close = max(want.High, tr.Price), min(want.Low, tr.Price), tr.Price
+			want.Volume += tr.Qty
+			want.QuoteVolume += tr.Quote
+			want.Trades++
+			if tr.TakerSide == engine.Buy {
+				want.TakerBuyVolume += tr.Qty
+				want.TakerBuyQuote += tr.Quote
+			}
+		}
+		if got != want {
+			t.Fatalf("window [%d, %d]:\n got %+v\nwant %+v", from, to, got, want)
 		}
 	}
 }

@@ -426,8 +426,8 @@ func appendBest(b []byte, sp *engine.MarketSpec, side string, lv []engine.Level)
 	return append(b, '"')
 }
 
-// handleTicker24h: GET /api/v3/market/ticker/24hr[?symbol=], computed from
-// the most recent 1000 public trades of the last 24 hours.
+// handleTicker24h: GET /api/v3/market/ticker/24hr[?symbol=], over the
+// last 24 hours of durable candles (journal.Store.Window).
 func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	from := st.nowMs - 24*3600*1000
 	return s.tickers(ctx, st, func(b []byte, m *market) ([]byte, *apiError) {
@@ -437,33 +437,13 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 			return b, s.queryErr(err)
 		}
 		bids, asks, last := book.Bids, book.Asks, book.Last
-		trades, err := s.store.MarketTrades(sp.ID, 1000, st.trades[:0])
-		st.trades = trades
+		w, err := s.store.Window(sp.ID, from, st.nowMs)
 		if err != nil {
 			return b, s.queryErr(err)
 		}
-		var open, high, low engine.Price
-		var vol engine.Qty
-		var qvol engine.Amount
-		var count, openT int64
-		for j := range trades { // newest first
-			t := &trades[j]
-			if t.TimeMs < from {
-				break
-			}
-			open, openT = t.Price, t.TimeMs
-			if high == 0 || t.Price > high {
-				high = t.Price
-			}
-			if low == 0 || t.Price < low {
-				low = t.Price
-			}
-			vol += t.Qty
-			qvol += t.Quote
-			count++
-		}
+		open, high, low, vol, qvol, count, openT := w.Open, w.High, w.Low, w.Volume, w.QuoteVolume, w.Trades, w.OpenMs
 		if count == 0 {
-			open, high, low, openT = last, last, last, st.nowMs
+			open, high, low = last, last, last
 		}
 		b = append(b, `{"symbol":`...)
 		b = appendStr(b, sp.Symbol)

@@ -263,3 +263,43 @@ func (s *Store) Klines(m engine.MarketID, iv *Interval, fromMs, toMs int64, limi
 	}
 	return out, err
 }
+
+// Window sums market m's trades of the minutes from the one that holds
+// fromMs to the one that holds toMs: 1m candles at the window's ends and
+// 1h candles for the whole hours between, so a day's window reads at most
+// 144 rows. OpenMs is the first minute's start; a window without trades
+// has Trades 0.
+func (s *Store) Window(m engine.MarketID, fromMs, toMs int64) (Candle, error) {
+	var sum Candle
+	fromMs, toMs = max(fromMs, 0), min(toMs, maxKlineMs)
+	from := fromMs - fromMs%ivMs[ivMinute]
+	sum.OpenMs = from
+	if toMs < from {
+		return sum, nil
+	}
+	h0 := (from + ivMs[ivHour] - 1) / ivMs[ivHour] * ivMs[ivHour]
+	h1 := toMs - toMs%ivMs[ivHour]
+	var err error
+	add := func(iv int, lo, hi int64) { // rows starting in [lo, hi)
+		if err != nil || lo >= hi {
+			return
+		}
+		err = s.scan(candleKey(nil, m, iv, lo), candleKey(nil, m, iv, hi), false, func(k, v []byte) bool {
+			c, ok := decodeCandle(v)
+			if !ok {
+				err = fmt.Errorf("%w: candle %x", ErrCorrupt, k)
+				return false
+			}
+			sum.merge(&c)
+			return true
+		})
+	}
+	if h0 < h1 {
+		add(ivMinute, from, h0)
+		add(ivHour, h0, h1)
+		add(ivMinute, h1, toMs+1)
+	} else {
+		add(ivMinute, from, toMs+1)
+	}
+	return sum, err
+}

@@ -17,6 +17,7 @@ type ledgerEntry struct {
 // bills, paged.
 func TestLedger(t *testing.T) {
 	s := startServer(t, "")
+	time.Sleep(2 * time.Millisecond) // times are in ms: t0 after the config's deposit
 	t0 := time.Now().UnixMilli()
 	for _, amt := range []string{"1.5", "2.5", "3.5"} {
 		s.ok(req{method: "POST", path: "/admin/v1/deposit", body: `{"uid":10003,"coin":"USDT","amount":"` + amt + `"}`, admin: true}, nil)
