@@ -9,7 +9,7 @@ import (
 // ledgerEntry is a finance record as /api/v3/account/bills answers it.
 type ledgerEntry struct {
 	BillID, CoinName, BizType, DeltaAmount, AfterAmount, CTime string
-	CoinID                                                      int64
+	CoinID                                                     int64
 }
 
 // TestLedger: deposits, a withdrawal and trades show in the spot bills
