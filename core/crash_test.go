@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/engine/enginetest"
 )
 
 // The crash test runs a real Node in a child process (this test binary,
@@ -47,25 +48,8 @@ const (
 	envEarlyAck = "JOURNAL_TEST_ACK_BEFORE_SYNC"
 )
 
-func crashOptions(dir string) (testOpts, error) {
-	coins := testCoins()
-	var ms []*engine.MarketSpec
-	for i, p := range [][2]int{{0, 2}, {1, 2}, {1, 0}} {
-		base, quote := coins[p[0]], coins[p[1]]
-		c := engine.SpotConfig{Symbol: base.Name + quote.Name, BaseAsset: base.Name, QuoteAsset: quote.Name,
-			TickSize: "0.01", StepSize: "0.0001", MinTradeAmount: "0.0001", MaxTradeAmount: "1000",
-			TakerFeeRate: "0.001", MakerFeeRate: "0.0005", BuyLimitPriceRatio: "0.5", SellLimitPriceRatio: "0.5",
-			MarketBuyLimitSize: "100", MarketSellLimitSize: "100", MarketFallbackPriceRatio: "0.05", EnableTrade: true}
-		if quote.Name == "BTC" {
-			c.TickSize = "0.0001"
-		}
-		s, err := engine.NewMarketSpec(engine.MarketID(i), c, base, quote)
-		if err != nil {
-			return testOpts{}, err
-		}
-		ms = append(ms, s)
-	}
-	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: ms, FeeUID: feeUID, SnapshotEvery: 4000}, nil
+func crashOptions(dir string) testOpts {
+	return testOpts{Dir: dir, Shards: 2, Coins: enginetest.SmallCoins(), Markets: enginetest.SmallSpecs(3), FeeUID: feeUID, SnapshotEvery: 4000}
 }
 
 // TestCrashChild is the child process; it is skipped in a normal run.
@@ -93,14 +77,11 @@ func (l *lineOut) printf(format string, a ...any) {
 
 func crashChild(dir, run string) {
 	out := &lineOut{w: os.Stdout}
-	o, err := crashOptions(dir)
+	o := crashOptions(dir)
+	o.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	n, err := openNode(o)
 	if err == nil {
-		o.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-		var n *Node
-		n, err = openNode(o)
-		if err == nil {
-			crashLoad(n, run, out)
-		}
+		crashLoad(n, run, out)
 	}
 	out.printf("ERR %v", err)
 	os.Exit(3)
@@ -308,11 +289,7 @@ func verifyCrash(t *testing.T, dir string, log *crashLog) []string {
 	if hFull := full.Hash(); hFull != hRO {
 		probs = append(probs, fmt.Sprintf("state hash: full replay %s, snapshot+tail %s", hashString(full.Hash()), hashString(hRO)))
 	}
-	rw, err := crashOptions(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := openNode(rw)
+	n, err := openNode(crashOptions(dir))
 	if err != nil {
 		return append(probs, "restart: "+err.Error())
 	}
@@ -455,7 +432,7 @@ func TestCrashDuringCreation(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		log := &crashLog{sent: map[string]bool{}, acked: map[string][2]uint64{}}
 		runChild(t, dir, strconv.Itoa(i+1), -time.Duration(ms)*time.Millisecond, false, log)
-		o, _ := crashOptions(dir)
+		o := crashOptions(dir)
 		n, err := openNode(o)
 		if err != nil {
 			t.Fatalf("open after a kill %dms into creation: %v", ms, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/engine/enginetest"
 	"github.com/weexcore/exchange/internal/walio"
 	"github.com/weexcore/exchange/journal"
 )
@@ -19,38 +20,6 @@ import (
 func init() { testHooks = true }
 
 const feeUID = 1
-
-func testCoins() []engine.Coin {
-	return []engine.Coin{
-		{ID: 0, Name: "BTC", ExternalID: 1, Scale: 8},
-		{ID: 1, Name: "ETH", ExternalID: 2, Scale: 8},
-		{ID: 2, Name: "USDT", ExternalID: 3, Scale: 6},
-	}
-}
-
-func testMarkets(tb testing.TB, coins []engine.Coin) []*engine.MarketSpec {
-	var ms []*engine.MarketSpec
-	for i, p := range [][2]int{{0, 2}, {1, 2}, {1, 0}} {
-		base, quote := coins[p[0]], coins[p[1]]
-		c := engine.SpotConfig{
-			Symbol: base.Name + quote.Name, BaseAsset: base.Name, QuoteAsset: quote.Name,
-			TickSize: "0.01", StepSize: "0.0001", MinTradeAmount: "0.0001", MaxTradeAmount: "1000",
-			TakerFeeRate: "0.001", MakerFeeRate: "0.0005",
-			BuyLimitPriceRatio: "0.5", SellLimitPriceRatio: "0.5",
-			MarketBuyLimitSize: "100", MarketSellLimitSize: "100", MarketFallbackPriceRatio: "0.05",
-			EnableTrade: true,
-		}
-		if quote.Name == "BTC" {
-			c.TickSize = "0.0001"
-		}
-		s, err := engine.NewMarketSpec(engine.MarketID(i), c, base, quote)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ms = append(ms, s)
-	}
-	return ms
-}
 
 // testOpts is everything a test sets to open a node: the journal's,
 // the load's and the node's options in one.
@@ -73,8 +42,7 @@ type testOpts struct {
 }
 
 func testOptions(tb testing.TB, dir string) testOpts {
-	coins := testCoins()
-	return testOpts{Dir: dir, Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID, Reserve: 1 << 20, SettleEvery: -1,
+	return testOpts{Dir: dir, Shards: 2, Coins: enginetest.SmallCoins(), Markets: enginetest.SmallSpecs(3), FeeUID: feeUID, Reserve: 1 << 20, SettleEvery: -1,
 		Logf: func(f string, a ...any) { tb.Logf(f, a...) }}
 }
 

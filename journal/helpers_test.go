@@ -14,42 +14,14 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/engine/enginetest"
 	"github.com/weexcore/exchange/internal/walio"
 )
 
 const feeUID = 1
 
-func testCoins() []engine.Coin {
-	return []engine.Coin{
-		{ID: 0, Name: "BTC", ExternalID: 1, Scale: 8},
-		{ID: 1, Name: "ETH", ExternalID: 2, Scale: 8},
-		{ID: 2, Name: "USDT", ExternalID: 3, Scale: 6},
-	}
-}
-
-func testMarkets(tb testing.TB, coins []engine.Coin) []*engine.MarketSpec {
-	var ms []*engine.MarketSpec
-	for i, p := range [][2]int{{0, 2}, {1, 2}} {
-		base, quote := coins[p[0]], coins[p[1]]
-		s, err := engine.NewMarketSpec(engine.MarketID(i), engine.SpotConfig{
-			Symbol: base.Name + quote.Name, BaseAsset: base.Name, QuoteAsset: quote.Name,
-			TickSize: "0.01", StepSize: "0.0001", MinTradeAmount: "0.0001", MaxTradeAmount: "1000",
-			TakerFeeRate: "0.001", MakerFeeRate: "0.0005",
-			BuyLimitPriceRatio: "0.5", SellLimitPriceRatio: "0.5",
-			MarketBuyLimitSize: "100", MarketSellLimitSize: "100", MarketFallbackPriceRatio: "0.05",
-			EnableTrade: true,
-		}, base, quote)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ms = append(ms, s)
-	}
-	return ms
-}
-
 func testLoadOptions(tb testing.TB) LoadOptions {
-	coins := testCoins()
-	return LoadOptions{Shards: 2, Coins: coins, Markets: testMarkets(tb, coins), FeeUID: feeUID}
+	return LoadOptions{Shards: 2, Coins: enginetest.SmallCoins(), Markets: enginetest.SmallSpecs(2), FeeUID: feeUID}
 }
 
 // testLog is a logger into a buffer that tests read.

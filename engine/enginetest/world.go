@@ -71,6 +71,30 @@ func Specs(coins []engine.Coin, configs []engine.SpotConfig) []*engine.MarketSpe
 	return specs
 }
 
+// SmallCoins are the coins of the runtime's and the journal's tests: BTC
+// and ETH (scale 8), USDT (scale 6).
+func SmallCoins() []engine.Coin {
+	return []engine.Coin{
+		{ID: 0, Name: "BTC", ExternalID: 1, Scale: 8},
+		{ID: 1, Name: "ETH", ExternalID: 2, Scale: 8},
+		{ID: 2, Name: "USDT", ExternalID: 3, Scale: 6},
+	}
+}
+
+// SmallSpecs returns the first n of BTCUSDT, ETHUSDT and ETHBTC over
+// SmallCoins: step 0.0001, tick 0.01 (0.0001 for ETHBTC), taker 0.1%,
+// maker 0.05%, price bands of 50%.
+func SmallSpecs(n int) []*engine.MarketSpec {
+	var cs []engine.SpotConfig
+	for _, p := range [][3]string{{"BTC", "USDT", "0.01"}, {"ETH", "USDT", "0.01"}, {"ETH", "BTC", "0.0001"}}[:n] {
+		cs = append(cs, engine.SpotConfig{Symbol: p[0] + p[1], BaseAsset: p[0], QuoteAsset: p[1],
+			TickSize: p[2], StepSize: "0.0001", MinTradeAmount: "0.0001", MaxTradeAmount: "1000",
+			TakerFeeRate: "0.001", MakerFeeRate: "0.0005", BuyLimitPriceRatio: "0.5", SellLimitPriceRatio: "0.5",
+			MarketBuyLimitSize: "100", MarketSellLimitSize: "100", MarketFallbackPriceRatio: "0.05", EnableTrade: true})
+	}
+	return Specs(SmallCoins(), cs)
+}
+
 // Cluster is engines sharing one Accounts: market engines (market i on
 // shard i % shards) and a ledger engine (shard number shards) for deposits,
 // withdrawals and users.
