@@ -88,18 +88,15 @@ func TestAudit(t *testing.T) {
 	}
 }
 
-// TestAuditViolation forges a journal record (by the byte format in
-// docs/JOURNAL.md): the ledger's last record, a withdrawal of the whole
-// balance, repeated as the next record. Replaying it debits twice, the
-// balance goes negative, and the audit must fail.
-func TestAuditViolation(t *testing.T) {
+// ledgerNode starts a node on dir with one coin and no markets, and a do
+// that applies a command, requiring it accepted.
+func ledgerNode(t *testing.T, dir string) (*core.Node, func(engine.Cmd) *core.Request) {
 	coins := []engine.Coin{{ID: 0, Name: "USDT", ExternalID: 1, Scale: 6}}
-	dir := t.TempDir()
 	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Shards: 1, Coins: coins, FeeUID: 1}, core.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	do := func(c engine.Cmd) *core.Request {
+	return n, func(c engine.Cmd) *core.Request {
 		r := core.AcquireRequest()
 		r.Cmd = c
 		if err := n.Submit(r); err != nil {
@@ -110,6 +107,15 @@ func TestAuditViolation(t *testing.T) {
 		}
 		return r
 	}
+}
+
+// TestAuditViolation forges a journal record (by the byte format in
+// docs/JOURNAL.md): the ledger's last record, a withdrawal of the whole
+// balance, repeated as the next record. Replaying it debits twice, the
+// balance goes negative, and the audit must fail.
+func TestAuditViolation(t *testing.T) {
+	dir := t.TempDir()
+	n, do := ledgerNode(t, dir)
 	do(engine.Cmd{Kind: engine.CmdAddUser, UID: 1})
 	u := do(engine.Cmd{Kind: engine.CmdAddUser, UID: 10}).Cmd.User
 	do(engine.Cmd{Kind: engine.CmdDeposit, User: u, UID: 10, Amount: 500})
@@ -150,23 +156,8 @@ func TestAuditViolation(t *testing.T) {
 // read (history rows) is found by the audit's read-back: a verdict and an
 // error, never a panic; flips the replay reads are refused at load.
 func TestAuditDamagedTable(t *testing.T) {
-	coins := []engine.Coin{{ID: 0, Name: "USDT", ExternalID: 1, Scale: 6}}
 	dir := t.TempDir()
-	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Shards: 1, Coins: coins, FeeUID: 1}, core.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	do := func(c engine.Cmd) *core.Request {
-		r := core.AcquireRequest()
-		r.Cmd = c
-		if err := n.Submit(r); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Wait(time.Now().Add(5 * time.Second)); err != nil || r.Out.Reject != engine.OK {
-			t.Fatalf("%+v: %v %v", c, err, r.Out.Reject)
-		}
-		return r
-	}
+	n, do := ledgerNode(t, dir)
 	do(engine.Cmd{Kind: engine.CmdAddUser, UID: 1})
 	u := do(engine.Cmd{Kind: engine.CmdAddUser, UID: 10}).Cmd.User
 	for i := 0; i < 200; i++ {
