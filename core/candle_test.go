@@ -84,18 +84,11 @@ func TestKlines(t *testing.T) {
 			s := iv.Start(tr.TimeMs)
 			c := want[s]
 			if c == nil {
-				c = &journal.Candle{OpenMs: s, Open: tr.Price, High: tr.Price, Low: tr.Price}
+				c = &journal.Candle{OpenMs: s}
 				want[s] = c
 				starts = append(starts, s)
 			}
-			c.High, c.Low, c.Close = max(c.High, tr.Price), min(c.Low, tr.Price), tr.Price
-			c.Volume += tr.Qty
-			c.QuoteVolume += tr.Quote
-			c.Trades++
-			if tr.TakerSide == engine.Buy {
-				c.TakerBuyVolume += tr.Qty
-				c.TakerBuyQuote += tr.Quote
-			}
+			addTrade(c, tr)
 		}
 		for _, q := range []struct {
 			from, to int64
@@ -153,21 +146,27 @@ func TestKlines(t *testing.T) {
 			if tr.TimeMs < want.OpenMs || tr.TimeMs >= to-to%60_000+60_000 {
 				continue
 			}
-			if want.Trades == 0 {
-				want.Open, want.High, want.Low = tr.Price, tr.Price, tr.Price
-			}
-			want.High, want.Low, want.Close = max(want.High, tr.Price), min(want.Low, tr.Price), tr.Price
-			want.Volume += tr.Qty
-			want.QuoteVolume += tr.Quote
-			want.Trades++
-			if tr.TakerSide == engine.Buy {
-				want.TakerBuyVolume += tr.Qty
-				want.TakerBuyQuote += tr.Quote
-			}
+			addTrade(&want, tr)
 		}
 		if got != want {
 			t.Fatalf("window [%d, %d]:\n got %+v\nwant %+v", from, to, got, want)
 		}
+	}
+}
+
+// addTrade adds tr to c: the test's own account of a candle, apart from
+// the journal's.
+func addTrade(c *journal.Candle, tr *engine.Trade) {
+	if c.Trades == 0 {
+		c.Open, c.High, c.Low = tr.Price, tr.Price, tr.Price
+	}
+	c.High, c.Low, c.Close = max(c.High, tr.Price), min(c.Low, tr.Price), tr.Price
+	c.Volume += tr.Qty
+	c.QuoteVolume += tr.Quote
+	c.Trades++
+	if tr.TakerSide == engine.Buy {
+		c.TakerBuyVolume += tr.Qty
+		c.TakerBuyQuote += tr.Quote
 	}
 }
 

@@ -175,11 +175,12 @@ func (s *Store) RebateRecords(uid int64, from, to int32, f func(*RebateRecord) b
 	upper := be.AppendUint32(be.AppendUint64([]byte{pfxRebate}, s64(uid)), uint32(to)+1)
 	var bad error
 	err := s.viewIter(lower, upper, func(it *pebble.Iterator) error {
-		// Days newest first; within a day, keys in order.
+		// Days newest first; within a day, keys in order: a day's records
+		// are read backwards, then given in reverse.
 		var day []*RebateRecord
 		flush := func() bool {
-			for _, r := range day {
-				if !f(r) {
+			for i := len(day) - 1; i >= 0; i-- {
+				if !f(day[i]) {
 					return false
 				}
 			}
@@ -195,7 +196,7 @@ func (s *Store) RebateRecords(uid int64, from, to int32, f func(*RebateRecord) b
 			if len(day) > 0 && day[0].Day != r.Day && !flush() {
 				return nil
 			}
-			day = append([]*RebateRecord{r}, day...)
+			day = append(day, r)
 		}
 		flush()
 		return nil
