@@ -290,11 +290,7 @@ func (s *Store) Close() error {
 func (s *Store) flush() (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			fe, ok := p.(pebbleFatal)
-			if !ok {
-				panic(p)
-			}
-			err = fmt.Errorf("%w: %s: %w", ErrWriteFailed, fe.msg, fe.cause)
+			err = fatalErr(p)
 			s.setFailed(err)
 		}
 	}()
@@ -308,9 +304,7 @@ func (s *Store) closeFailed() {
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				if _, ok := p.(pebbleFatal); !ok {
-					panic(p)
-				}
+				fatalErr(p)
 			}
 		}()
 		if err := s.db.Close(); err != nil {
@@ -347,11 +341,7 @@ func (s *Store) commit(b *pebble.Batch) (err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			fe, ok := p.(pebbleFatal)
-			if !ok {
-				panic(p)
-			}
-			err = fmt.Errorf("%w: %s: %w", ErrWriteFailed, fe.msg, fe.cause)
+			err = fatalErr(p)
 		} else if err != nil {
 			err = fmt.Errorf("%w: %w", ErrWriteFailed, wrapPebble("commit", err))
 		}
@@ -468,3 +458,14 @@ type pebbleFatal struct {
 }
 
 func (f pebbleFatal) String() string { return f.msg }
+
+// fatalErr turns p, recovered from a call into Pebble, into the
+// ErrWriteFailed it stands for when it is Pebble's fatal log; any other
+// panic goes on.
+func fatalErr(p any) error {
+	fe, ok := p.(pebbleFatal)
+	if !ok {
+		panic(p)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrWriteFailed, fe.msg, fe.cause)
+}
