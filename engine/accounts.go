@@ -23,6 +23,7 @@ import (
 type Accounts struct {
 	coins []Coin
 	nc    int // len(coins)
+	w     int // cells per user: a spot and a futures wallet per coin (2*nc)
 
 	// pages holds users in fixed pages so that growth never moves a cell
 	// other shards are reading. Written only by the ledger shard (AddUser);
@@ -58,8 +59,19 @@ type userPage struct {
 	rate     [pageSize]int64  // a broker's rebate rate (RateOne = 100%)
 	refIdx   [pageSize]uint32 // 1 + the referrer's index when it is a broker, else 0
 	broker   [pageSize]bool
-	cells    []cell // pageSize * nc
+	cells    []cell // pageSize * w: each user's spot cells, then its futures cells
 }
+
+// Futures marks a CoinID as the futures wallet of the coin in its low bits
+// (docs/DESIGN.md, "Contracts"). A coin's two wallets are two cells; its
+// net supply (deposits minus withdrawals) counts both.
+const Futures CoinID = 1 << 15
+
+// Spot returns the coin of wallet c (c without the Futures mark).
+func (c CoinID) Spot() CoinID { return c &^ Futures }
+
+// IsFutures reports whether c names a futures wallet.
+func (c CoinID) IsFutures() bool { return c&Futures != 0 }
 
 // NewAccounts makes an empty table for coins (indexed by Coin.ID).
 func NewAccounts(coins []Coin) *Accounts {
@@ -68,7 +80,7 @@ func NewAccounts(coins []Coin) *Accounts {
 			panic("engine: coins must be indexed by ID")
 		}
 	}
-	return &Accounts{coins: coins, nc: len(coins), net: make([]atomic.Int64, len(coins)),
+	return &Accounts{coins: coins, nc: len(coins), w: 2 * len(coins), net: make([]atomic.Int64, len(coins)),
 		byUID: make(map[int64]UserIdx), settled: make(map[SettleKey]struct{})}
 }
 
@@ -135,7 +147,7 @@ func (a *Accounts) addUser(uid int64, broker bool, referrer, rate int64) (UserId
 	}
 	p := a.pages[n>>pageBits].Load()
 	if p == nil {
-		p = &userPage{cells: make([]cell, pageSize*a.nc)}
+		p = &userPage{cells: make([]cell, pageSize*a.w)}
 		a.pages[n>>pageBits].Store(p)
 	}
 	i := n & (pageSize - 1)
@@ -146,19 +158,25 @@ func (a *Accounts) addUser(uid int64, broker bool, referrer, rate int64) (UserId
 }
 
 func (a *Accounts) cell(u UserIdx, c CoinID) *cell {
-	return &a.pages[u>>pageBits].Load().cells[int(u&(pageSize-1))*a.nc+int(c)]
+	return &a.pages[u>>pageBits].Load().cells[int(u&(pageSize-1))*a.w+a.slot(c)]
 }
 
-// row returns u's cells, indexed by CoinID, and u's uid: one page lookup
-// for several coins.
+// slot returns wallet c's index in a user's cells.
+func (a *Accounts) slot(c CoinID) int { return int(c.Spot()) + a.nc*int(c>>15) }
+
+// row returns u's spot cells, indexed by CoinID, and u's uid: one page
+// lookup for several coins.
 func (a *Accounts) row(u UserIdx) ([]cell, int64) {
 	p := a.pages[u>>pageBits].Load()
 	i := int(u & (pageSize - 1))
-	return p.cells[i*a.nc : i*a.nc+a.nc : i*a.nc+a.nc], p.uid[i]
+	return p.cells[i*a.w : i*a.w+a.nc : i*a.w+a.nc], p.uid[i]
 }
 
-// Net returns deposits minus withdrawals of c.
-func (a *Accounts) Net(c CoinID) Amount { return Amount(a.net[c].Load()) }
+// ValidCoin reports whether c is a wallet of a configured coin.
+func (a *Accounts) ValidCoin(c CoinID) bool { return int(c.Spot()) < a.nc }
+
+// Net returns deposits minus withdrawals of c (both wallets).
+func (a *Accounts) Net(c CoinID) Amount { return Amount(a.net[c.Spot()].Load()) }
 
 // Available returns u's available balance of c.
 func (a *Accounts) Available(u UserIdx, c CoinID) Amount {

@@ -12,6 +12,11 @@ const (
 	CmdAddUser   CmdKind = 6 // register UID (ledger shard); Text holds a key seed, Amount a broker's rebate rate
 	CmdSetRules  CmdKind = 7 // replace Market's rules by the spec staged with StageRules
 	CmdRebate    CmdKind = 8 // pay a broker's commission (ledger shard): see rebate.go
+	// contracts (contract.go)
+	CmdTransfer       CmdKind = 9  // move Amount into wallet Coin from the coin's other wallet (ledger shard)
+	CmdLeverage       CmdKind = 10 // set User's leverage (Amount) in Market for side Pos (0: both)
+	CmdMarginMode     CmdKind = 11 // set User's margin mode (Mode) in Market
+	CmdPositionMargin CmdKind = 12 // move Amount (signed) into User's isolated position Pos in Market
 	cmdKindCount
 )
 
@@ -41,7 +46,12 @@ type Cmd struct {
 	// Broker and Referrer describe the user CmdAddUser registers.
 	Broker   bool
 	Referrer int64
-	Dec      Decision
+	// Pos is a contract order's position side (an open: BUY LONG or SELL
+	// SHORT; a close: SELL LONG or BUY SHORT), or the side a contract
+	// setting applies to; Mode a CmdMarginMode's mode.
+	Pos  PosSide
+	Mode MarginMode
+	Dec  Decision
 }
 
 // Decision is what a live Apply decided from state shared across shards.

@@ -65,6 +65,18 @@ type MarketSpec struct {
 	BuyBand, SellBand           int64 // RateOne = 100%
 	FallbackRatio               int64 // RateOne = 100%
 	EnableTrade                 bool
+
+	// Contract markets only (NewContractSpec): Symbol is the V2 name.
+	Contract                     bool
+	V3Symbol                     string
+	ContractID                   int64
+	Margin                       CoinID // the futures wallet margin, PnL and fees are in
+	MaxPosQty                    Qty    // per position side
+	MaintRate                    int64  // RateOne = 100%
+	MinLev, MaxLev, DefLev       int32
+	IndexSymbol                  string
+	FundingHours                 int32
+	InterestRate, MaxFundingRate int64 // RateOne = 100%
 }
 
 // NewMarketSpec checks c against the coins and converts it. The error names

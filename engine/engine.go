@@ -22,6 +22,8 @@ type Engine struct {
 	acc    *Accounts
 	feeUID int64
 	fee    UserIdx // feeUID's index, once looked up (fee+1; 0: not yet)
+	insUID int64   // the insurance account (contracts), 0: none
+	ins    UserIdx // insUID's index, once looked up (ins+1; 0: not yet)
 
 	markets [MaxMarkets]*market // nil where another shard owns the market
 	owned   []*market           // owned markets in id order
@@ -74,6 +76,7 @@ type market struct {
 	// a generated one ("x-<digits>"). While it is 0, a generated id cannot
 	// clash with a working order's id, and placing needs no index lookup.
 	xForm int
+	ct    *ctState // contract markets: positions and settings (else nil)
 }
 
 // User lists are kept by user index, in pages of listPageSize users that
@@ -121,6 +124,9 @@ func New(shard int, acc *Accounts, markets []*MarketSpec, feeUID int64) *Engine 
 	e := &Engine{shard: shard, acc: acc, feeUID: feeUID}
 	for _, s := range markets {
 		m := &market{spec: s, asks: newSide(true)}
+		if s.Contract {
+			m.ct = &ctState{accts: make(map[UserIdx]*ctAcct)}
+		}
 		e.markets[s.ID] = m
 	}
 	for _, m := range e.markets {
@@ -176,6 +182,14 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 		out.Reject = e.setRules(c)
 	case CmdRebate:
 		out.Reject = e.rebate(c)
+	case CmdTransfer:
+		out.Reject = e.transfer(c)
+	case CmdLeverage:
+		out.Reject = e.setLeverage(c)
+	case CmdMarginMode:
+		out.Reject = e.setMarginMode(c)
+	case CmdPositionMargin:
+		out.Reject = e.positionMargin(c)
 	default:
 		out.Reject = RejectInvalidType
 	}
@@ -208,10 +222,20 @@ func (e *Engine) FlushTo(n int) {
 // Pending reports whether credits await Flush.
 func (e *Engine) Pending() bool { return len(e.pending) > 0 }
 
+// credit adds x to u's available c. A spot credit waits for Flush (see
+// Accounts); a futures wallet's is applied at once: futures wallets are
+// read and written by the ledger shard only (docs/DESIGN.md, "Contracts"),
+// so a decision on one rests only on commands journaled before it in the
+// same shard, which a crash cannot keep while losing the credit.
 func (e *Engine) credit(u UserIdx, c CoinID, x Amount) {
-	if x != 0 {
-		e.pending = append(e.pending, credit{e.acc.cell(u, c), x})
+	if x == 0 {
+		return
 	}
+	if c.IsFutures() {
+		e.acc.cell(u, c).avail.Add(int64(x))
+		return
+	}
+	e.pending = append(e.pending, credit{e.acc.cell(u, c), x})
 }
 
 // bill changes u's total of c by delta and writes the finance record.
@@ -337,19 +361,27 @@ func (e *Engine) place(c *Cmd) Reject {
 
 	var res Amount
 	var coin CoinID
-	var ok bool
-	if c.Side == Buy {
-		coin = s.Quote
-		res, ok = s.Notional(limit, c.Qty)
+	if s.Contract {
+		var r Reject
+		if res, r = e.contractHold(c, m, limit); r != OK {
+			return r
+		}
+		coin = s.Margin
 	} else {
-		coin = s.Base
-		res, ok = s.BaseAmount(c.Qty)
-	}
-	if !ok {
-		return RejectOverflow
-	}
-	if c.Side == Buy && limit == 0 {
-		res = 0 // a market buy facing an empty book has no price to reserve at; it expires
+		var ok bool
+		if c.Side == Buy {
+			coin = s.Quote
+			res, ok = s.Notional(limit, c.Qty)
+		} else {
+			coin = s.Base
+			res, ok = s.BaseAmount(c.Qty)
+		}
+		if !ok {
+			return RejectOverflow
+		}
+		if c.Side == Buy && limit == 0 {
+			res = 0 // a market buy facing an empty book has no price to reserve at; it expires
+		}
 	}
 	if !e.reserve(c, c.User, coin, res) {
 		return RejectInsufficientBalance
@@ -371,6 +403,10 @@ func (e *Engine) place(c *Cmd) Reject {
 	if c.Type == Market {
 		o.tif = IOC
 	}
+	o.pos, o.lev = 0, 0
+	if s.Contract {
+		e.contractPlaced(m, c, o)
+	}
 
 	bounded := false
 	if limit > 0 && (o.tif != FOK || e.fillable(m, opp, o)) {
@@ -385,8 +421,7 @@ func (e *Engine) place(c *Cmd) Reject {
 		if o.filled < o.qty {
 			o.status = StatusExpired
 		}
-		e.credit(o.user, coin, o.reserved)
-		o.reserved = 0
+		e.release(m, o)
 	}
 	v := e.update(h, o)
 	if c.Type == Market {

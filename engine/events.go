@@ -101,6 +101,11 @@ type Trade struct { // the small fields together: less padding (152 bytes)
 	After [4]Amount
 	// BillID is the id of the fill's first bill; the others follow it.
 	BillID uint64
+
+	// Contract fills: the two orders' position sides (0 on spot) and
+	// realized PnL. A contract fill's bills are in Out.Bills.
+	TakerPos, MakerPos PosSide
+	TakerPnl, MakerPnl Amount
 }
 
 // buyerSeller returns the buyer's and the seller's uid and fee.
@@ -113,6 +118,9 @@ func (t *Trade) buyerSeller() (buid, suid int64, bf, sf Amount) {
 
 // NumBills returns how many finance records the fill makes.
 func (t *Trade) NumBills() int {
+	if t.TakerPos != 0 {
+		return 0
+	}
 	_, _, bf, sf := t.buyerSeller()
 	return fillBills(t.Base, bf, t.Quote, sf)
 }
@@ -136,6 +144,9 @@ func fillBills(base, bf, quote, sf Amount) int {
 // seller's trade_out of base and trade_in of quote (a trade_in is left out
 // when zero).
 func (t *Trade) AppendBills(dst []Bill) []Bill {
+	if t.TakerPos != 0 {
+		return dst
+	}
 	buid, suid, bf, sf := t.buyerSeller()
 	id := t.BillID
 	b := Bill{BillID: id, UID: buid, User: t.BuyerUser, Coin: t.QuoteCoin, Biz: BizTradeOut, Market: t.Market,
@@ -187,9 +198,17 @@ const (
 	BizTransferIn  BizType = 6
 	BizTransferOut BizType = 7
 	BizFee         BizType = 8 // fee income credited to the fee account
+	// futures wallets (contract.go)
+	BizOpenLong   BizType = 9 // a fill opening a LONG: the fee
+	BizOpenShort  BizType = 10
+	BizCloseLong  BizType = 11 // a fill closing a LONG: realized PnL less the fee
+	BizCloseShort BizType = 12
+	BizFillFee    BizType = 13 // contract fee income credited to the fee account
+	BizInsurance  BizType = 14 // the insurance account paying a loss no one else could
 )
 
-var bizNames = [...]string{"", "deposit", "withdraw", "trade_in", "trade_out", "rebate", "transfer_in", "transfer_out", "fee_income"}
+var bizNames = [...]string{"", "deposit", "withdraw", "trade_in", "trade_out", "rebate", "transfer_in", "transfer_out", "fee_income",
+	"position_open_long", "position_open_short", "position_close_long", "position_close_short", "order_fill_fee_income", "insurance_payout"}
 
 // String returns the bizType clients see.
 func (b BizType) String() string {

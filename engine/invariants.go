@@ -18,8 +18,10 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 		u UserIdx
 		c CoinID
 	}
-	reserved := make(map[key]Amount)
+	reserved := make(map[key]Amount) // and position margins
 	pending := make(map[*cell]Amount)
+	// per coin: short minus long open value, less bad debt (contract.go)
+	posNet := make([]Amount, acc.nc)
 	for _, e := range engines {
 		for _, cr := range e.pending {
 			pending[cr.to] += cr.x
@@ -28,7 +30,10 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 		for _, m := range e.owned {
 			n, err := e.checkMarket(m, func(o *order) {
 				c := m.spec.Quote
-				if o.side == Sell {
+				switch {
+				case m.ct != nil:
+					c = m.spec.Margin
+				case o.side == Sell:
 					c = m.spec.Base
 				}
 				reserved[key{o.user, c}] += o.reserved
@@ -37,6 +42,16 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 				return err
 			}
 			live += n
+			if m.ct != nil {
+				lv, sv, err := e.checkContract(m, func(u UserIdx, c CoinID, x Amount) { reserved[key{u, c}] += x })
+				if err != nil {
+					return err
+				}
+				if m.ct.badDebt < 0 {
+					return fmt.Errorf("engine: %s: negative bad debt %d", m.spec.Symbol, m.ct.badDebt)
+				}
+				posNet[m.spec.Margin.Spot()] += sv - lv - m.ct.badDebt
+			}
 		}
 		indexed := 0
 		for _, m := range e.owned {
@@ -46,9 +61,13 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, indexed)
 		}
 	}
-	sum := make([]Amount, acc.nc)
+	sum := posNet
 	for u := UserIdx(0); int(u) < acc.NumUsers(); u++ {
-		for c := CoinID(0); int(c) < acc.nc; c++ {
+		for i := 0; i < acc.w; i++ {
+			c := CoinID(i % acc.nc)
+			if i >= acc.nc {
+				c |= Futures
+			}
 			avail, frozen := acc.Balance(u, c)
 			if p := pending[acc.cell(u, c)]; p != 0 {
 				if p < 0 {
@@ -57,12 +76,12 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 				avail, frozen = avail+p, frozen-p
 			}
 			if avail < 0 || frozen < 0 {
-				return fmt.Errorf("engine: user %d %s: negative balance: available %d, frozen %d", acc.UID(u), acc.coins[c].Name, avail, frozen)
+				return fmt.Errorf("engine: user %d %s wallet %d: negative balance: available %d, frozen %d", acc.UID(u), acc.coins[c.Spot()].Name, c>>15, avail, frozen)
 			}
 			if want := reserved[key{u, c}]; frozen != want {
-				return fmt.Errorf("engine: user %d %s: frozen %d, working orders reserve %d", acc.UID(u), acc.coins[c].Name, frozen, want)
+				return fmt.Errorf("engine: user %d %s wallet %d: frozen %d, working orders and positions hold %d", acc.UID(u), acc.coins[c.Spot()].Name, c>>15, frozen, want)
 			}
-			sum[c] += avail + frozen
+			sum[c.Spot()] += avail + frozen
 		}
 	}
 	for c := range sum {
@@ -109,9 +128,13 @@ func (e *Engine) checkMarket(m *market, each func(*order)) (int, error) {
 					return 0, fmt.Errorf("engine: %s: order %d is not indexed", s.Symbol, o.id)
 				}
 				var want Amount
-				if o.side == Buy {
+				switch {
+				case s.Contract && o.opens():
+					want, _ = openHold(s, o.price, o.qty-o.filled, int32(o.lev))
+				case s.Contract:
+				case o.side == Buy:
 					want, _ = s.Notional(o.price, o.qty-o.filled)
-				} else {
+				default:
 					want, _ = s.BaseAmount(o.qty - o.filled)
 				}
 				if o.reserved != want {

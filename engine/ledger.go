@@ -63,7 +63,7 @@ func (e *Engine) cancelAll(c *Cmd) Reject {
 }
 
 func (e *Engine) checkCoin(c *Cmd) Reject {
-	if int(c.Coin) >= len(e.acc.coins) {
+	if !e.acc.ValidCoin(c.Coin) {
 		return RejectUnknownCoin
 	}
 	if !e.acc.Valid(c.User, c.UID) {
@@ -89,7 +89,7 @@ func (e *Engine) deposit(c *Cmd) Reject {
 	e.out.BillID = BillID(e.seq, e.nbills, e.shard)
 	e.bill(c.User, c.Coin, BizDeposit, c.Amount, 0, 0, 0, 0)
 	e.credit(c.User, c.Coin, c.Amount)
-	e.acc.net[c.Coin].Add(int64(c.Amount))
+	e.acc.net[c.Coin.Spot()].Add(int64(c.Amount))
 	return OK
 }
 
@@ -107,7 +107,7 @@ func (e *Engine) withdraw(c *Cmd) Reject {
 	}
 	e.out.BillID = BillID(e.seq, e.nbills, e.shard)
 	e.bill(c.User, c.Coin, BizWithdraw, -c.Amount, 0, 0, 0, 0)
-	e.acc.net[c.Coin].Add(-int64(c.Amount))
+	e.acc.net[c.Coin.Spot()].Add(-int64(c.Amount))
 	return OK
 }
 

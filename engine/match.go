@@ -105,6 +105,10 @@ func (e *Engine) match(m *market, opp *side, o *order) bool {
 // fee account.
 func (e *Engine) fill(m *market, t *order, mh handle, mk *order, p Price, q Qty) {
 	s := m.spec
+	if s.Contract {
+		e.fillContract(m, t, mh, mk, p, q)
+		return
+	}
 	// No overflow checks: the buyer's reservation, price*qty at its limit
 	// >= p, and the seller's, its qty in base, were computed with them, and
 	// q is at most either's quantity.
@@ -190,6 +194,11 @@ func (e *Engine) billFees(m *market) {
 	e.fees = feeIncome{}
 	s := m.spec
 	fee := e.feeUser()
+	if s.Contract {
+		e.bill(fee, s.Margin, BizFillFee, f.quote, 0, s.ID, f.qty, f.notional)
+		e.credit(fee, s.Margin, f.quote)
+		return
+	}
 	fc, uid := e.acc.row(fee)
 	n := len(e.out.Bills)
 	bs := slices.Grow(e.out.Bills, 2)[:n+2]
@@ -221,6 +230,26 @@ func (e *Engine) feeUser() UserIdx {
 		e.fee = u + 1
 	}
 	return e.fee - 1
+}
+
+// SetInsuranceUID names the account that pays contract losses beyond a
+// bankrupt position's margin (0: none). It must be registered before the
+// first such loss.
+func (e *Engine) SetInsuranceUID(uid int64) { e.insUID, e.ins = uid, 0 }
+
+// insuranceUser returns the insurance account's index, if there is one.
+func (e *Engine) insuranceUser() (UserIdx, bool) {
+	if e.ins == 0 {
+		if e.insUID == 0 {
+			return 0, false
+		}
+		u, ok := e.acc.Lookup(e.insUID)
+		if !ok {
+			return 0, false
+		}
+		e.ins = u + 1
+	}
+	return e.ins - 1, true
 }
 
 // rest puts o (already allocated as h) into its book, its user's list and
@@ -293,10 +322,8 @@ func (e *Engine) index(m *market, h handle, o *order) {
 // releases what it still reserves, reports it with status st, and frees it.
 func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	sd := &m.bids
-	coin := m.spec.Quote
 	if o.side == Sell {
 		sd = &m.asks
-		coin = m.spec.Base
 	}
 	lv := e.lvls.get(o.lvl)
 	l := e.pool.ln(h)
@@ -336,8 +363,7 @@ func (e *Engine) remove(m *market, h handle, o *order, st Status) {
 	}
 	m.ids.del(o.id, h)
 
-	e.credit(o.user, coin, o.reserved)
-	o.reserved = 0
+	e.release(m, o)
 	if st != StatusFilled {
 		o.status = st
 		o.updateMs = e.timeMs

@@ -26,7 +26,9 @@ type order struct {
 	typ    OrderType
 	tif    TIF
 	status Status
-	cidGen bool // the client id is the generated "x-<id>": not stored, and not in the cid index
+	cidGen bool    // the client id is the generated "x-<id>": not stored, and not in the cid index
+	pos    PosSide // contract orders: the position side (0 on spot)
+	lev    uint8   // contract orders: the leverage an open reserved at
 }
 
 // links are an order's places in its price level's queue (prev/next) and

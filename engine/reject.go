@@ -27,6 +27,13 @@ const (
 	RejectUserExists
 	RejectInvalidRules   // CmdSetRules without a staged spec, for another market, or changing a stored scale
 	RejectAlreadySettled // CmdRebate for a (day, broker, market, product) paid before
+	RejectInvalidPositionSide
+	RejectNoPosition        // a close, or a margin change, without a position
+	RejectReduceOnly        // a close beyond the position less its working closes
+	RejectPositionTooLarge  // an open beyond maxPositionSize
+	RejectInvalidLeverage   // outside [minLeverage, maxLeverage]
+	RejectPositionExists    // a setting that cannot change with a position (or orders)
+	RejectInvalidMarginMode // not CROSSED/ISOLATED, or an isolated-only change on cross
 	rejectCount
 )
 
@@ -57,6 +64,13 @@ var rejectNames = [...]string{
 	RejectUserExists:             "USER_EXISTS",
 	RejectInvalidRules:           "INVALID_RULES",
 	RejectAlreadySettled:         "ALREADY_SETTLED",
+	RejectInvalidPositionSide:    "INVALID_POSITION_SIDE",
+	RejectNoPosition:             "NO_POSITION",
+	RejectReduceOnly:             "REDUCE_ONLY_EXCEEDS_POSITION",
+	RejectPositionTooLarge:       "POSITION_TOO_LARGE",
+	RejectInvalidLeverage:        "INVALID_LEVERAGE",
+	RejectPositionExists:         "POSITION_OR_ORDERS_EXIST",
+	RejectInvalidMarginMode:      "INVALID_MARGIN_MODE",
 }
 
 // String returns the stable upper-case name clients see as errorCode.

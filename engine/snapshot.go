@@ -27,7 +27,10 @@ import (
 // accounts:
 //
 //	u32 coins | u32 users | users x (i64 uid | u8 broker | i64 referrer |
-//	coins x (i64 avail | i64 total)) | coins x i64 net
+//	coins x (i64 avail | i64 total)) | coins x i64 net | settled set |
+//	futures wallets
+//
+// the last two each left out when empty (appendSettled, appendFutures).
 //
 // An engine snapshot is "ENG1" | u32 markets | markets; an accounts snapshot
 // is "ACC1" | accounts. StateHash is SHA-256 over "STATE1", every market
@@ -41,7 +44,11 @@ const (
 )
 
 func appendMarket(dst []byte, e *Engine, m *market) []byte {
-	return appendBook(dst, &e.pool, &e.lvls, m.head(), m.bids.lvls, m.asks.lvls)
+	dst = appendBook(dst, &e.pool, &e.lvls, m.head(), m.bids.lvls, m.asks.lvls)
+	if m.ct != nil {
+		dst = appendContract(dst, m.ct)
+	}
+	return dst
 }
 
 // head returns what m's encoding starts with.
@@ -89,6 +96,9 @@ func appendOrder(dst []byte, p *pool, h handle, o *order) []byte {
 	dst = le.AppendUint64(dst, uint64(o.id))
 	dst = le.AppendUint32(dst, uint32(o.user))
 	dst = append(dst, byte(o.side), byte(o.typ), byte(o.tif), byte(o.status))
+	if o.pos != 0 { // a contract order
+		dst = append(dst, byte(o.pos), o.lev)
+	}
 	for _, v := range [...]int64{int64(o.price), int64(o.qty), int64(o.filled), int64(o.cumQuote),
 		int64(o.reserved), o.timeMs, o.updateMs} {
 		dst = le.AppendUint64(dst, uint64(v))
@@ -140,7 +150,7 @@ func (e *Engine) Freeze(f *Frozen) *Frozen {
 		f = &Frozen{}
 	}
 	f.enc = f.enc[:0]
-	if e.pool.live*8 < e.pool.n {
+	if e.pool.live*8 < e.pool.n || e.hasContracts() { // contract state is encoded now: it is not copied
 		f.enc = e.AppendSnapshot(f.enc)
 		return f
 	}
@@ -240,6 +250,9 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 			}
 			o.uid = e.acc.UID(o.user)
 			o.side, o.typ, o.tif, o.status = Side(r.u8()), OrderType(r.u8()), TIF(r.u8()), Status(r.u8())
+			if m.ct != nil {
+				o.pos, o.lev = PosSide(r.u8()), r.u8()
+			}
 			o.price, o.qty, o.filled, o.cumQuote = Price(r.i64()), Qty(r.i64()), Qty(r.i64()), Amount(r.i64())
 			o.reserved, o.timeMs, o.updateMs = Amount(r.i64()), r.i64(), r.i64()
 			o.market = id
@@ -276,6 +289,11 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 		for _, h := range hs {
 			e.index(m, h, e.pool.get(h))
 		}
+		if m.ct != nil {
+			if err := e.loadContract(r, m); err != nil {
+				return err
+			}
+		}
 	}
 	if r.err != nil {
 		return r.err
@@ -308,7 +326,7 @@ func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte 
 				dst = append(dst, 0)
 			}
 			dst = le.AppendUint64(dst, uint64(p.referrer[i]))
-			cs := p.cells[i*a.nc : i*a.nc+a.nc]
+			cs := p.cells[i*a.w : i*a.w+a.nc]
 			for c := range cs {
 				dst = le.AppendUint64(dst, uint64(cs[c].avail.Load()))
 				dst = le.AppendUint64(dst, uint64(cs[c].total.Load()))
@@ -321,7 +339,62 @@ func (a *Accounts) appendAccounts(dst []byte, flush func([]byte) []byte) []byte 
 	for c := range a.net {
 		dst = le.AppendUint64(dst, uint64(a.net[c].Load()))
 	}
-	return a.appendSettled(dst)
+	return a.appendFutures(a.appendSettled(dst), flush)
+}
+
+// futuresMagic starts the futures wallets' section, which follows the
+// settled set and is left out when every futures cell is zero (a state
+// from before contracts hashes as it did): u32 n | n x (u32 user |
+// coins x (i64 avail | i64 total)), users with a non-zero futures cell only.
+const futuresMagic = "FUT1"
+
+func (a *Accounts) appendFutures(dst []byte, flush func([]byte) []byte) []byte {
+	n := a.NumUsers()
+	var users []UserIdx
+	for u := 0; u < n; u++ {
+		p := a.pages[u>>pageBits].Load()
+		i := u & (pageSize - 1)
+		for c := i*a.w + a.nc; c < i*a.w+a.w; c++ {
+			if p.cells[c].avail.Load() != 0 || p.cells[c].total.Load() != 0 {
+				users = append(users, UserIdx(u))
+				break
+			}
+		}
+	}
+	if len(users) == 0 {
+		return dst
+	}
+	dst = le.AppendUint32(append(dst, futuresMagic...), uint32(len(users)))
+	for _, u := range users {
+		p := a.pages[u>>pageBits].Load()
+		i := int(u & (pageSize - 1))
+		dst = le.AppendUint32(dst, uint32(u))
+		for c := 0; c < a.nc; c++ {
+			cl := &p.cells[i*a.w+a.nc+c]
+			dst = le.AppendUint64(dst, uint64(cl.avail.Load()))
+			dst = le.AppendUint64(dst, uint64(cl.total.Load()))
+		}
+		if flush != nil && len(dst) > 1<<16 {
+			dst = flush(dst)
+		}
+	}
+	return dst
+}
+
+func (a *Accounts) loadFutures(r *reader, nc int) {
+	r.take(len(futuresMagic))
+	n := int(r.u32())
+	for i := 0; i < n && r.err == nil; i++ {
+		u := UserIdx(r.u32())
+		if int(u) >= a.NumUsers() {
+			r.err = fmt.Errorf("engine: futures wallets of unknown user %d", u)
+			return
+		}
+		for c := 0; c < nc; c++ {
+			avail, total := Amount(r.i64()), Amount(r.i64())
+			a.setBalance(u, CoinID(c)|Futures, avail, total)
+		}
+	}
 }
 
 // AppendSnapshot appends the accounts table (users, cells, net per coin).
@@ -369,8 +442,11 @@ func (a *Accounts) loadUsers(r *reader, nc int) error {
 	for c := 0; c < nc; c++ {
 		a.net[c].Store(r.i64())
 	}
-	if len(r.b) > 0 && r.err == nil {
+	if len(r.b) >= len(settledMagic) && string(r.b[:len(settledMagic)]) == settledMagic && r.err == nil {
 		a.loadSettled(r)
+	}
+	if len(r.b) >= len(futuresMagic) && string(r.b[:len(futuresMagic)]) == futuresMagic && r.err == nil {
+		a.loadFutures(r, nc)
 	}
 	if r.err != nil {
 		return r.err

@@ -1,0 +1,369 @@
+package engine_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/weexcore/exchange/engine"
+)
+
+// ctWorld is one engine owning a BTCUSDT perpetual (tick 0.1, step
+// 0.0001, maker 0.02%, taker 0.06%, leverage 1-100, default 20, bands 5%)
+// and a spot market, with the fee account (uid 1) and the insurance
+// account (uid 2). Every command is followed by the whole-state
+// invariants, and every few by a snapshot round trip.
+type ctWorld struct {
+	t    *testing.T
+	acc  *engine.Accounts
+	e    *engine.Engine
+	ct   *engine.MarketSpec
+	seq  uint64
+	out  engine.Out
+	usdt engine.CoinID
+}
+
+const ctUSDT = engine.CoinID(0)
+
+func ctCoins() []engine.Coin {
+	return []engine.Coin{{ID: 0, Name: "USDT", ExternalID: 2, Scale: 6}, {ID: 1, Name: "BTC", ExternalID: 1, Scale: 8}}
+}
+
+func ctConfig() engine.ContractConfig {
+	return engine.ContractConfig{Symbol: "BTCUSDT", V2Symbol: "cmt_btcusdt", ContractID: 1,
+		BaseAsset: "BTC", QuoteAsset: "USDT", MarginAsset: "USDT", ContractVal: "1",
+		TickSize: "0.1", StepSize: "0.0001", MinOrderSize: "0.0001", MaxOrderSize: "100", MaxPositionSize: "1000",
+		MakerFeeRate: "0.0002", TakerFeeRate: "0.0006", MinLeverage: 1, MaxLeverage: 100, DefaultLeverage: 20,
+		MaintenanceMarginRate: "0.005", BuyLimitPriceRatio: "0.05", SellLimitPriceRatio: "0.05",
+		MarketFallbackPriceRatio: "0.05", IndexSymbol: "BTCUSDT", FundingIntervalHours: 8,
+		InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true}
+}
+
+func newCtWorld(t *testing.T) *ctWorld { return newCtWorldWith(t, ctConfig()) }
+
+func newCtWorldWith(t *testing.T, cfg engine.ContractConfig) *ctWorld {
+	t.Helper()
+	coins := ctCoins()
+	spec, err := engine.NewContractSpec(engine.ContractBase, cfg, coins[1], coins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &ctWorld{t: t, acc: engine.NewAccounts(coins), ct: spec}
+	w.e = engine.New(0, w.acc, []*engine.MarketSpec{spec}, 1)
+	w.e.SetInsuranceUID(2)
+	for _, uid := range []int64{1, 2, 10, 11, 12} {
+		w.ok(engine.Cmd{Kind: engine.CmdAddUser, UID: uid})
+	}
+	return w
+}
+
+func (w *ctWorld) user(uid int64) engine.UserIdx {
+	u, ok := w.acc.Lookup(uid)
+	if !ok {
+		w.t.Fatalf("no user %d", uid)
+	}
+	return u
+}
+
+// apply applies c (filling in User from UID and Market) and checks the
+// invariants.
+func (w *ctWorld) apply(c engine.Cmd) engine.Reject {
+	w.t.Helper()
+	if c.Kind != engine.CmdAddUser {
+		c.User = w.user(c.UID)
+	}
+	if c.Market == 0 {
+		c.Market = w.ct.ID
+	}
+	w.seq++
+	w.e.Apply(&c, w.seq, int64(w.seq)*1000, &w.out)
+	w.e.Flush()
+	if err := engine.CheckInvariants(w.acc, []*engine.Engine{w.e}); err != nil {
+		w.t.Fatalf("after command %d %+v: %v", w.seq, c, err)
+	}
+	if w.seq%5 == 0 {
+		w.roundTrip()
+	}
+	return w.out.Reject
+}
+
+func (w *ctWorld) ok(c engine.Cmd) {
+	w.t.Helper()
+	if r := w.apply(c); r != engine.OK {
+		w.t.Fatalf("command %d %+v: %v", w.seq, c, r)
+	}
+}
+
+func (w *ctWorld) reject(want engine.Reject, c engine.Cmd) {
+	w.t.Helper()
+	before := engine.StateHash(w.acc, []*engine.Engine{w.e})
+	if r := w.apply(c); r != want {
+		w.t.Fatalf("command %d %+v: got %v, want %v", w.seq, c, r, want)
+	}
+	if engine.StateHash(w.acc, []*engine.Engine{w.e}) != before {
+		w.t.Fatalf("command %d: a rejected command changed the state", w.seq)
+	}
+}
+
+// roundTrip checks that a snapshot restores the same state hash.
+func (w *ctWorld) roundTrip() {
+	w.t.Helper()
+	coins := ctCoins()
+	acc := engine.NewAccounts(coins)
+	if err := acc.LoadSnapshot(w.acc.AppendSnapshot(nil)); err != nil {
+		w.t.Fatal(err)
+	}
+	e := engine.New(0, acc, []*engine.MarketSpec{w.ct}, 1)
+	if err := e.LoadSnapshot(w.e.AppendSnapshot(nil)); err != nil {
+		w.t.Fatal(err)
+	}
+	if engine.StateHash(acc, []*engine.Engine{e}) != engine.StateHash(w.acc, []*engine.Engine{w.e}) {
+		w.t.Fatal("snapshot round trip changed the state hash")
+	}
+	var a, b []byte
+	a, b = w.e.AppendSnapshot(nil), e.AppendSnapshot(nil)
+	if !bytes.Equal(a, b) {
+		w.t.Fatal("snapshot round trip changed the engine snapshot")
+	}
+}
+
+// usd is a USDT amount in units (scale 6) from a decimal string.
+func usd(t *testing.T, s string) engine.Amount {
+	v, err := engine.ParseFixed([]byte(s), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Amount(v)
+}
+
+func (w *ctWorld) price(s string) engine.Price {
+	p, err := w.ct.ParsePrice([]byte(s))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
+func (w *ctWorld) qty(s string) engine.Qty {
+	q, err := w.ct.ParseQty([]byte(s))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return q
+}
+
+func (w *ctWorld) deposit(uid int64, amount string) {
+	w.ok(engine.Cmd{Kind: engine.CmdDeposit, UID: uid, Coin: ctUSDT | engine.Futures, Amount: usd(w.t, amount)})
+}
+
+func (w *ctWorld) order(uid int64, sd engine.Side, ps engine.PosSide, price, qty string) engine.Cmd {
+	c := engine.Cmd{Kind: engine.CmdPlace, UID: uid, Side: sd, Pos: ps, Type: engine.Limit, TIF: engine.GTC, Qty: w.qty(qty)}
+	if price == "" {
+		c.Type = engine.Market
+	} else {
+		c.Price = w.price(price)
+	}
+	return c
+}
+
+// wallet checks uid's futures USDT available and frozen.
+func (w *ctWorld) wallet(uid int64, avail, frozen string) {
+	w.t.Helper()
+	a, f := w.acc.Balance(w.user(uid), ctUSDT|engine.Futures)
+	if a != usd(w.t, avail) || f != usd(w.t, frozen) {
+		w.t.Fatalf("uid %d futures USDT: available %s frozen %s, want %s %s", uid,
+			engine.AppendFixed(nil, int64(a), 6), engine.AppendFixed(nil, int64(f), 6), avail, frozen)
+	}
+}
+
+func (w *ctWorld) position(uid int64, ps engine.PosSide) engine.PositionView {
+	for _, p := range w.e.Positions(w.user(uid), engine.AllMarkets, nil) {
+		if p.Side == ps {
+			return p
+		}
+	}
+	return engine.PositionView{}
+}
+
+func TestContractOpenClose(t *testing.T) {
+	w := newCtWorld(t)
+	w.deposit(10, "10000")
+	w.deposit(11, "10000")
+	w.deposit(12, "10000")
+	w.ok(engine.Cmd{Kind: engine.CmdLeverage, UID: 10, Amount: 10})
+
+	// B opens a SHORT of 1 at 30000 (leverage 20): it reserves the margin
+	// 1500 and the taker fee 18.
+	w.ok(w.order(11, engine.Sell, engine.Short, "30000", "1"))
+	w.wallet(11, "8482", "1518")
+
+	// A opens a LONG of 0.4 against it (leverage 10): margin 1200, taker fee 7.2.
+	w.ok(w.order(10, engine.Buy, engine.Long, "30000", "0.4"))
+	if len(w.out.Trades) != 1 || w.out.Trades[0].TakerFee != usd(t, "7.2") || w.out.Trades[0].MakerFee != usd(t, "2.4") {
+		t.Fatalf("trades %+v", w.out.Trades)
+	}
+	w.wallet(10, "8792.8", "1200")
+	// B's maker fill: 607.2 of its reservation was for 0.4; margin 600,
+	// fee 2.4, 4.8 released (its reservation held the taker fee).
+	w.wallet(11, "8486.8", "1510.8")
+	w.wallet(1, "9.6", "0")
+	if p := w.position(10, engine.Long); p.Size != w.qty("0.4") || p.OpenValue != usd(t, "12000") || p.Margin != usd(t, "1200") || p.Leverage != 10 {
+		t.Fatalf("A's long %+v", p)
+	}
+	if p := w.position(11, engine.Short); p.Size != w.qty("0.4") || p.Margin != usd(t, "600") || p.Leverage != 20 {
+		t.Fatalf("B's short %+v", p)
+	}
+
+	// closes: over the position, without a position, and the working
+	// closes count against the position.
+	w.reject(engine.RejectReduceOnly, w.order(10, engine.Sell, engine.Long, "31000", "0.5"))
+	w.reject(engine.RejectNoPosition, w.order(10, engine.Buy, engine.Short, "29000", "0.1"))
+	w.ok(w.order(10, engine.Sell, engine.Long, "31000", "0.3"))
+	w.reject(engine.RejectReduceOnly, w.order(10, engine.Sell, engine.Long, "31000", "0.2"))
+	w.ok(w.order(10, engine.Sell, engine.Long, "31000", "0.1"))
+	w.wallet(10, "8792.8", "1200") // closes reserve nothing
+
+	// settings do not change under a position or orders
+	w.reject(engine.RejectPositionExists, engine.Cmd{Kind: engine.CmdLeverage, UID: 10, Amount: 5})
+	w.reject(engine.RejectPositionExists, engine.Cmd{Kind: engine.CmdMarginMode, UID: 10, Mode: engine.Isolated})
+	w.reject(engine.RejectInvalidLeverage, engine.Cmd{Kind: engine.CmdLeverage, UID: 12, Amount: 101})
+	w.reject(engine.RejectInvalidLeverage, engine.Cmd{Kind: engine.CmdLeverage, UID: 12, Amount: 0})
+
+	// B cancels the rest of its short (0.6): 910.8 back.
+	w.ok(engine.Cmd{Kind: engine.CmdCancelAll, UID: 11})
+	w.wallet(11, "9397.6", "600")
+
+	// C buys 0.4 at 31000, opening a LONG: A's two closes fill as makers.
+	// A realizes (31000-30000)*0.4 = 400, pays maker fees 2.48, and its
+	// margin of 1200 comes back.
+	w.ok(w.order(12, engine.Buy, engine.Long, "31000", "0.4"))
+	if len(w.out.Trades) != 2 || w.out.Trades[0].MakerPnl != usd(t, "300") || w.out.Trades[1].MakerPnl != usd(t, "100") {
+		t.Fatalf("trades %+v", w.out.Trades)
+	}
+	w.wallet(10, "10390.32", "0")
+	if p := w.position(10, engine.Long); p.Size != 0 {
+		t.Fatalf("A still has %+v", p)
+	}
+	// C: margin 31000*0.4/20 = 620, taker fee 7.44
+	w.wallet(12, "9372.56", "620")
+	w.wallet(1, "19.52", "0")
+
+	// B closes its short at a loss against C's close... C must close its
+	// long: C sells LONG 0.4 at 30500 (rests), B buys SHORT 0.4 (a close).
+	w.ok(w.order(12, engine.Sell, engine.Long, "30500", "0.4"))
+	w.ok(w.order(11, engine.Buy, engine.Short, "30500", "0.4"))
+	// B: pnl (30000-30500)*0.4 = -200, taker fee 7.32, margin 600 back.
+	w.wallet(11, "9790.28", "0")
+	// C: pnl (30500-31000)*0.4 = -200, maker fee 2.44, margin 620 back.
+	w.wallet(12, "9790.12", "0")
+	if w.e.BadDebt(w.ct.ID) != 0 {
+		t.Fatal("bad debt")
+	}
+	// now leverage and mode may change
+	w.ok(engine.Cmd{Kind: engine.CmdLeverage, UID: 10, Amount: 5})
+	w.ok(engine.Cmd{Kind: engine.CmdMarginMode, UID: 10, Mode: engine.Isolated})
+	if mode, l, s, ok := w.e.Settings(w.user(10), w.ct.ID); !ok || mode != engine.Isolated || l != 5 || s != 5 {
+		t.Fatalf("settings %v %d %d %v", mode, l, s, ok)
+	}
+}
+
+func TestContractTransfer(t *testing.T) {
+	w := newCtWorld(t)
+	w.ok(engine.Cmd{Kind: engine.CmdDeposit, UID: 10, Coin: ctUSDT, Amount: usd(t, "500")})
+	w.ok(engine.Cmd{Kind: engine.CmdTransfer, UID: 10, Coin: ctUSDT | engine.Futures, Amount: usd(t, "200")})
+	if len(w.out.Bills) != 2 || w.out.Bills[0].Biz != engine.BizTransferOut || w.out.Bills[1].Biz != engine.BizTransferIn ||
+		w.out.Bills[0].After != usd(t, "300") || w.out.Bills[1].After != usd(t, "200") {
+		t.Fatalf("bills %+v", w.out.Bills)
+	}
+	w.wallet(10, "200", "0")
+	w.reject(engine.RejectInsufficientBalance, engine.Cmd{Kind: engine.CmdTransfer, UID: 10, Coin: ctUSDT, Amount: usd(t, "200.000001")})
+	w.reject(engine.RejectInvalidAmount, engine.Cmd{Kind: engine.CmdTransfer, UID: 10, Coin: ctUSDT, Amount: 0})
+	w.reject(engine.RejectUnknownCoin, engine.Cmd{Kind: engine.CmdTransfer, UID: 10, Coin: 7 | engine.Futures, Amount: 1})
+	w.ok(engine.Cmd{Kind: engine.CmdTransfer, UID: 10, Coin: ctUSDT, Amount: usd(t, "50")})
+	w.wallet(10, "150", "0")
+	if a, _ := w.acc.Balance(w.user(10), ctUSDT); a != usd(t, "350") {
+		t.Fatalf("spot %d", a)
+	}
+	// a spot order cannot use futures money, nor an open spot money
+	w.deposit(11, "0.000001")
+	w.reject(engine.RejectInsufficientBalance, w.order(11, engine.Buy, engine.Long, "30000", "0.1"))
+}
+
+// TestContractIsolatedLoss: an isolated position's loss beyond its margin
+// is paid by the insurance account, and what it cannot pay is bad debt;
+// a cross position's comes from the wallet.
+func TestContractIsolatedLoss(t *testing.T) {
+	w := newCtWorld(t)
+	w.deposit(10, "1000")
+	w.deposit(11, "1000")
+	w.deposit(12, "1000")
+	w.deposit(2, "5") // the insurance fund
+	w.ok(engine.Cmd{Kind: engine.CmdMarginMode, UID: 10, Mode: engine.Isolated})
+	w.ok(engine.Cmd{Kind: engine.CmdLeverage, UID: 10, Amount: 100})
+	// A: LONG 0.1 at 30000 with leverage 100: margin 30, taker fee 1.8.
+	w.ok(w.order(11, engine.Sell, engine.Short, "30000", "0.1"))
+	w.ok(w.order(10, engine.Buy, engine.Long, "30000", "0.1"))
+	w.wallet(10, "968.2", "30")
+	// A adds 2 to its isolated margin, then takes 3 back (refused: below
+	// the initial margin of 30), then 2.
+	w.ok(engine.Cmd{Kind: engine.CmdPositionMargin, UID: 10, Pos: engine.Long, Amount: usd(t, "2")})
+	w.wallet(10, "966.2", "32")
+	w.reject(engine.RejectInsufficientBalance, engine.Cmd{Kind: engine.CmdPositionMargin, UID: 10, Pos: engine.Long, Amount: -usd(t, "3")})
+	w.ok(engine.Cmd{Kind: engine.CmdPositionMargin, UID: 10, Pos: engine.Long, Amount: -usd(t, "2")})
+	w.reject(engine.RejectInvalidMarginMode, engine.Cmd{Kind: engine.CmdPositionMargin, UID: 11, Pos: engine.Short, Amount: usd(t, "1")})
+
+	// A closes at 28500 (5% down, the band's edge): pnl -150 on a margin
+	// of 30; maker fee 0.57 (C takes). Loss and fee beyond the margin:
+	// 120.57, of which insurance pays 5 and 115.57 is bad debt. A keeps
+	// its wallet (isolated).
+	w.ok(w.order(10, engine.Sell, engine.Long, "28500", "0.1"))
+	w.ok(w.order(12, engine.Buy, engine.Long, "28500", "0.1"))
+	w.wallet(10, "968.2", "0")
+	w.wallet(2, "0", "0")
+	if d := w.e.BadDebt(w.ct.ID); d != usd(t, "115.57") {
+		t.Fatalf("bad debt %d", d)
+	}
+
+	// a cross LONG's loss beyond its margin comes from the wallet: C holds
+	// LONG 0.1 at 28500 (margin 142.5 at leverage 20); B closes its short
+	// first, then C sells at 27075.
+	w.ok(w.order(12, engine.Sell, engine.Long, "27075", "0.1"))
+	w.ok(w.order(11, engine.Buy, engine.Short, "27075", "0.1"))
+	// C: pnl -142.5 (margin 142.5 back), maker fee 0.5415 -> 0.541500
+	if p := w.position(12, engine.Long); p.Size != 0 {
+		t.Fatalf("C %+v", p)
+	}
+	if w.e.BadDebt(w.ct.ID) != usd(t, "115.57") {
+		t.Fatal("cross loss became bad debt")
+	}
+}
+
+func TestContractRejects(t *testing.T) {
+	cfg := ctConfig()
+	cfg.MaxPositionSize = "0.15"
+	w := newCtWorldWith(t, cfg)
+	w.deposit(10, "100")
+	w.deposit(11, "100")
+	c := w.order(10, engine.Buy, engine.Long, "30000", "0.1")
+	c.Pos = 0
+	w.reject(engine.RejectInvalidPositionSide, c)
+	c.Pos = 3
+	w.reject(engine.RejectInvalidPositionSide, c)
+	// 0.1 at 30000 with leverage 20: 150 + 1.8 > 100
+	w.reject(engine.RejectInsufficientBalance, w.order(10, engine.Buy, engine.Long, "30000", "0.1"))
+	w.ok(w.order(11, engine.Buy, engine.Long, "1000", "0.1"))
+	w.ok(w.order(10, engine.Sell, engine.Short, "1000", "0.1"))
+	w.reject(engine.RejectPositionTooLarge, w.order(11, engine.Buy, engine.Long, "1000", "0.0501"))
+	w.ok(w.order(11, engine.Buy, engine.Long, "1000", "0.05"))
+	w.ok(engine.Cmd{Kind: engine.CmdCancelAll, UID: 11})
+	w.reject(engine.RejectInvalidMarginMode, engine.Cmd{Kind: engine.CmdMarginMode, UID: 10, Mode: 3})
+	w.reject(engine.RejectUnknownMarket, engine.Cmd{Kind: engine.CmdLeverage, UID: 10, Market: 3, Amount: 5})
+	w.reject(engine.RejectNoPosition, engine.Cmd{Kind: engine.CmdPositionMargin, UID: 10, Pos: engine.Long, Amount: 5})
+	// a market order on an empty book expires, reserving nothing
+	w2 := newCtWorld(t)
+	w2.deposit(10, "100")
+	w2.ok(w2.order(10, engine.Buy, engine.Long, "", "0.001"))
+	if o := w2.out.Order(); o == nil || o.Status != engine.StatusExpired {
+		t.Fatalf("market order %+v", o)
+	}
+	w2.wallet(10, "100", "0")
+}
