@@ -11,6 +11,8 @@ import (
 type Printer struct {
 	Coins []engine.Coin
 	Specs []*engine.MarketSpec // indexed by MarketID
+	// Contracts are contract markets' specs (any order).
+	Contracts []*engine.MarketSpec
 }
 
 var sideNames = map[engine.Side]string{engine.Buy: "BUY", engine.Sell: "SELL"}
@@ -28,15 +30,20 @@ func name[K comparable](m map[K]string, k K) string {
 
 // Amount appends x in coin c's precision.
 func (p *Printer) Amount(b []byte, c engine.CoinID, x engine.Amount) []byte {
-	if int(c) >= len(p.Coins) {
+	if int(c.Spot()) >= len(p.Coins) {
 		return strconv.AppendInt(append(b, "units:"...), int64(x), 10)
 	}
-	return engine.AppendFixed(b, int64(x), p.Coins[c].Scale)
+	return engine.AppendFixed(b, int64(x), p.Coins[c.Spot()].Scale)
 }
 
 func (p *Printer) spec(m engine.MarketID) *engine.MarketSpec {
 	if int(m) < len(p.Specs) {
 		return p.Specs[m]
+	}
+	for _, s := range p.Contracts {
+		if s.ID == m {
+			return s
+		}
 	}
 	return nil
 }
@@ -140,12 +147,23 @@ func (p *Printer) Trade(b []byte, t *engine.Trade) []byte {
 	if t.TakerSide == engine.Sell {
 		takerCoin, makerCoin = s.Quote, s.Base
 	}
+	if t.TakerPos != 0 { // a contract fill: fees and PnL in the margin coin
+		b = append(b, " takerPos="...)
+		b = strconv.AppendInt(b, int64(t.TakerPos), 10)
+		b = append(b, " makerPos="...)
+		b = strconv.AppendInt(b, int64(t.MakerPos), 10)
+		takerCoin, makerCoin = s.Margin, s.Margin
+		b = append(b, " takerPnl="...)
+		b = p.Amount(b, s.Margin, t.TakerPnl)
+		b = append(b, " makerPnl="...)
+		b = p.Amount(b, s.Margin, t.MakerPnl)
+	}
 	b = append(b, " makerFee="...)
 	b = p.Amount(b, makerCoin, t.MakerFee)
-	b = append(b, p.Coins[makerCoin].Name...)
+	b = append(b, p.Coins[makerCoin.Spot()].Name...)
 	b = append(b, " takerFee="...)
 	b = p.Amount(b, takerCoin, t.TakerFee)
-	return append(b, p.Coins[takerCoin].Name...)
+	return append(b, p.Coins[takerCoin.Spot()].Name...)
 }
 
 // Bill appends one finance record.
@@ -154,8 +172,11 @@ func (p *Printer) Bill(b []byte, bl *engine.Bill) []byte {
 	b = append(b, " uid="...)
 	b = strconv.AppendInt(b, bl.UID, 10)
 	b = append(b, ' ')
-	if int(bl.Coin) < len(p.Coins) {
-		b = append(b, p.Coins[bl.Coin].Name...)
+	if int(bl.Coin.Spot()) < len(p.Coins) {
+		b = append(b, p.Coins[bl.Coin.Spot()].Name...)
+		if bl.Coin.IsFutures() {
+			b = append(b, "(futures)"...)
+		}
 	}
 	b = append(b, ' ')
 	b = append(b, bl.Biz.String()...)
@@ -168,7 +189,8 @@ func (p *Printer) Bill(b []byte, bl *engine.Bill) []byte {
 		b = p.Amount(b, bl.Coin, bl.Fee)
 	}
 	switch bl.Biz {
-	case engine.BizTradeIn, engine.BizTradeOut, engine.BizFee:
+	case engine.BizTradeIn, engine.BizTradeOut, engine.BizFee, engine.BizFillFee,
+		engine.BizOpenLong, engine.BizOpenShort, engine.BizCloseLong, engine.BizCloseShort:
 		if s := p.spec(bl.Market); s != nil {
 			b = append(b, " fill="...)
 			b = s.AppendQty(b, bl.FillQty)

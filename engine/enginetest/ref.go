@@ -45,12 +45,16 @@ import (
 // Ref is the reference model of every market and the balance table.
 type Ref struct {
 	Coins   []engine.Coin
-	Markets []*RefMarket // indexed by MarketID
+	Markets []*RefMarket // spot markets, indexed by MarketID
 	FeeUID  int64
+	// Contracts are the contract markets (AddContract), by ascending id;
+	// InsUID is their insurance account (0: none). See refct.go.
+	Contracts []*RefMarket
+	InsUID    int64
 
 	Users   []RefUser
-	Bal     [][]RefCell // [user][coin]
-	Net     []int64     // deposits minus withdrawals per coin
+	Bal     [][]RefCell // [user][wallet]: the spot wallets by CoinID, then the futures wallets
+	Net     []int64     // deposits minus withdrawals per coin (both wallets)
 	Settled map[engine.SettleKey]bool
 
 	// per command
@@ -97,6 +101,15 @@ type RefMarket struct {
 	priceDecimals int
 	tick          *big.Rat
 	step          *big.Rat
+
+	// contract markets only (refct.go)
+	Contract       bool
+	Margin         engine.CoinID // the futures wallet of the quote coin
+	MinLev, MaxLev int32
+	DefLev         int32
+	MaxPos         int64                          // steps per position side
+	Accts          map[engine.UserIdx]*RefCtAcct // by user, once a command of theirs made one
+	BadDebt        int64
 }
 
 // RefOrder is a working order (or the incoming order while it matches).
@@ -115,6 +128,8 @@ type RefOrder struct {
 	TimeMs   int64
 	UpdateMs int64
 	CID      string
+	Pos      engine.PosSide // contract orders: the position side
+	Lev      int32          // contract orders: the leverage at placement
 }
 
 func rat(s string) *big.Rat {
@@ -150,17 +165,27 @@ func ceilRat(r *big.Rat) *big.Int {
 // (indexed by CoinID), with fees credited to feeUID.
 func NewRef(coins []engine.Coin, markets []engine.SpotConfig, feeUID int64) *Ref {
 	r := &Ref{Coins: coins, FeeUID: feeUID, Net: make([]int64, len(coins)), Settled: map[engine.SettleKey]bool{}}
-	coin := func(name string) engine.Coin {
-		for _, c := range coins {
-			if c.Name == name {
-				return c
-			}
-		}
-		panic("enginetest: unknown coin " + name)
-	}
 	for i, c := range markets {
+		r.Markets = append(r.Markets, r.newMarket(engine.MarketID(i), c))
+	}
+	return r
+}
+
+func (r *Ref) coin(name string) engine.Coin {
+	for _, c := range r.Coins {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("enginetest: unknown coin " + name)
+}
+
+// newMarket builds the model of market id from its rules.
+func (r *Ref) newMarket(id engine.MarketID, c engine.SpotConfig) *RefMarket {
+	coin := r.coin
+	{
 		base, quote := coin(c.BaseAsset), coin(c.QuoteAsset)
-		m := &RefMarket{ID: engine.MarketID(i), Symbol: c.Symbol, Base: base.ID, Quote: quote.ID, Enable: c.EnableTrade,
+		m := &RefMarket{ID: id, Symbol: c.Symbol, Base: base.ID, Quote: quote.ID, Enable: c.EnableTrade,
 			tick: rat(c.TickSize), step: rat(c.StepSize)}
 		// one tick times one step, in quote units; one step in base units
 		qts := new(big.Rat).Mul(m.tick, m.step)
@@ -180,9 +205,8 @@ func NewRef(coins []engine.Coin, markets []engine.SpotConfig, feeUID int64) *Ref
 		m.SellCap = steps(c.MarketSellLimitSize, false)
 		m.taker, m.maker = rat(c.TakerFeeRate), rat(c.MakerFeeRate)
 		m.buyBand, m.sellBand, m.fallback = rat(c.BuyLimitPriceRatio), rat(c.SellLimitPriceRatio), rat(c.MarketFallbackPriceRatio)
-		r.Markets = append(r.Markets, m)
+		return m
 	}
-	return r
 }
 
 // notional is p*q in quote units; ok false if it exceeds int64.
@@ -291,12 +315,34 @@ func (m *RefMarket) priority(sd engine.Side) []int {
 	return idx
 }
 
-// Market returns market id, or nil.
+// Market returns market id (spot or contract), or nil.
 func (r *Ref) Market(id engine.MarketID) *RefMarket {
 	if int(id) < len(r.Markets) {
 		return r.Markets[id]
 	}
+	for _, m := range r.Contracts {
+		if m.ID == id {
+			return m
+		}
+	}
 	return nil
+}
+
+// AllMarkets returns the spot markets then the contract markets, by id.
+func (r *Ref) AllMarkets() []*RefMarket {
+	return append(append([]*RefMarket(nil), r.Markets...), r.Contracts...)
+}
+
+// validCoin reports whether c names a wallet (spot or futures) of a coin.
+func (r *Ref) validCoin(c engine.CoinID) bool { return int(c.Spot()) < len(r.Coins) }
+
+// cell returns u's wallet c (spot or futures).
+func (r *Ref) cell(u engine.UserIdx, c engine.CoinID) *RefCell {
+	i := int(c.Spot())
+	if c.IsFutures() {
+		i += len(r.Coins)
+	}
+	return &r.Bal[u][i]
 }
 
 func (r *Ref) valid(u engine.UserIdx, uid int64) bool {
@@ -315,7 +361,7 @@ func (r *Ref) Lookup(uid int64) (engine.UserIdx, bool) {
 
 // Balance returns u's available and frozen c.
 func (r *Ref) Balance(u engine.UserIdx, c engine.CoinID) (avail, frozen int64) {
-	cl := r.Bal[u][c]
+	cl := r.cell(u, c)
 	return cl.Avail, cl.Total - cl.Avail
 }
 
@@ -344,6 +390,14 @@ func (r *Ref) Apply(c engine.Cmd, seq uint64, timeMs int64, shard int, out *engi
 		if r.Market(c.Market) == nil {
 			out.Reject = engine.RejectUnknownMarket
 		}
+	case engine.CmdTransfer:
+		out.Reject = r.transfer(&c)
+	case engine.CmdLeverage:
+		out.Reject = r.setLeverage(&c)
+	case engine.CmdMarginMode:
+		out.Reject = r.setMarginMode(&c)
+	case engine.CmdPositionMargin:
+		out.Reject = r.positionMargin(&c)
 	default:
 		out.Reject = engine.RejectInvalidType
 	}
@@ -360,12 +414,12 @@ func (r *Ref) addUser(c *engine.Cmd) engine.Reject {
 		return engine.RejectUserExists
 	}
 	r.Users = append(r.Users, RefUser{UID: c.UID, Broker: c.Broker, Referrer: c.Referrer, Rate: int64(c.Amount)})
-	r.Bal = append(r.Bal, make([]RefCell, len(r.Coins)))
+	r.Bal = append(r.Bal, make([]RefCell, 2*len(r.Coins)))
 	return engine.OK
 }
 
 func (r *Ref) ledgerCheck(c *engine.Cmd) engine.Reject {
-	if int(c.Coin) >= len(r.Coins) {
+	if !r.validCoin(c.Coin) {
 		return engine.RejectUnknownCoin
 	}
 	if !r.valid(c.User, c.UID) {
@@ -383,13 +437,13 @@ func (r *Ref) deposit(c *engine.Cmd) engine.Reject {
 	}
 	// a coin's supply (deposits minus withdrawals) is capped at 2^62 units,
 	// which keeps every balance far from int64 overflow
-	if int64(c.Amount) > 1<<62-r.Net[c.Coin] {
+	if int64(c.Amount) > 1<<62-r.Net[c.Coin.Spot()] {
 		return engine.RejectOverflow
 	}
 	r.out.BillID = engine.BillID(r.seq, r.k, r.shard)
-	r.Bal[c.User][c.Coin].Avail += int64(c.Amount)
+	r.cell(c.User, c.Coin).Avail += int64(c.Amount)
 	r.bill(c.User, c.Coin, engine.BizDeposit, int64(c.Amount), 0, 0, 0, 0)
-	r.Net[c.Coin] += int64(c.Amount)
+	r.Net[c.Coin.Spot()] += int64(c.Amount)
 	return engine.OK
 }
 
@@ -397,13 +451,13 @@ func (r *Ref) withdraw(c *engine.Cmd) engine.Reject {
 	if rj := r.ledgerCheck(c); rj != engine.OK {
 		return rj
 	}
-	if r.Bal[c.User][c.Coin].Avail < int64(c.Amount) {
+	if r.cell(c.User, c.Coin).Avail < int64(c.Amount) {
 		return engine.RejectInsufficientBalance
 	}
 	r.out.BillID = engine.BillID(r.seq, r.k, r.shard)
-	r.Bal[c.User][c.Coin].Avail -= int64(c.Amount)
+	r.cell(c.User, c.Coin).Avail -= int64(c.Amount)
 	r.bill(c.User, c.Coin, engine.BizWithdraw, -int64(c.Amount), 0, 0, 0, 0)
-	r.Net[c.Coin] -= int64(c.Amount)
+	r.Net[c.Coin.Spot()] -= int64(c.Amount)
 	return engine.OK
 }
 
@@ -444,10 +498,11 @@ func (r *Ref) bill(u engine.UserIdx, c engine.CoinID, biz engine.BizType, delta,
 	if delta == 0 {
 		return
 	}
-	r.Bal[u][c].Total += delta
+	cl := r.cell(u, c)
+	cl.Total += delta
 	r.out.Bills = append(r.out.Bills, engine.Bill{BillID: engine.BillID(r.seq, r.k, r.shard), UID: r.Users[u].UID,
 		User: u, Coin: c, Biz: biz, Market: m, FillQty: engine.Qty(q), FillQuote: engine.Amount(quote),
-		Delta: engine.Amount(delta), After: engine.Amount(r.Bal[u][c].Total), Fee: engine.Amount(fee), TimeMs: r.timeMs})
+		Delta: engine.Amount(delta), After: engine.Amount(cl.Total), Fee: engine.Amount(fee), TimeMs: r.timeMs})
 	r.k++
 }
 
@@ -530,24 +585,32 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 	var res int64
 	var coin engine.CoinID
 	ok := true
-	if c.Side == engine.Buy {
+	var lev int32
+	switch {
+	case m.Contract:
+		var rj engine.Reject
+		if res, lev, rj = r.contractHold(m, c, lim); rj != engine.OK {
+			return rj
+		}
+		coin = m.Margin
+	case c.Side == engine.Buy:
 		coin = m.Quote
 		res, ok = m.notional(lim, qty)
-	} else {
+	default:
 		coin = m.Base
 		res, ok = m.baseAmount(qty)
 	}
 	if !ok {
 		return engine.RejectOverflow
 	}
-	if c.Type == engine.Market && lim == 0 && c.Side == engine.Buy {
+	if !m.Contract && c.Type == engine.Market && lim == 0 && c.Side == engine.Buy {
 		// a market buy facing an empty book has no protection price to
 		// reserve at; it expires at once. A market sell reserves its base
 		// like any sell (docs/API.md: "the quantity of base"), so a user
 		// without it is refused even when the book is empty.
 		res = 0
 	}
-	cell := &r.Bal[c.User][coin]
+	cell := r.cell(c.User, coin)
 	if cell.Avail < res {
 		return engine.RejectInsufficientBalance
 	}
@@ -556,6 +619,9 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 	m.NextOrder++
 	o := &RefOrder{ID: id, User: c.User, Side: c.Side, Type: c.Type, TIF: tif, Status: engine.StatusNew,
 		Price: lim, Qty: qty, Reserved: res, TimeMs: r.timeMs, UpdateMs: r.timeMs, CID: cid}
+	if m.Contract {
+		r.contractPlaced(m, o, c.Pos, lev)
+	}
 	bounded := false
 	if lim > 0 && (tif != engine.FOK || r.fillable(m, o)) {
 		bounded = r.match(m, o)
@@ -567,8 +633,7 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 		if o.Filled < o.Qty {
 			o.Status = engine.StatusExpired
 		}
-		r.Bal[o.User][coin].Avail += o.Reserved
-		o.Reserved = 0
+		r.release(m, o)
 	}
 	v := r.view(m, o)
 	if c.Type == engine.Market {
@@ -629,6 +694,10 @@ func (r *Ref) match(m *RefMarket, o *RefOrder) bool {
 }
 
 func (r *Ref) fill(m *RefMarket, t, mk *RefOrder, p, q int64) {
+	if m.Contract {
+		r.fillContract(m, t, mk, p, q)
+		return
+	}
 	notional, ok1 := m.notional(p, q)
 	base, ok2 := m.baseAmount(q)
 	if !ok1 || !ok2 {
@@ -708,6 +777,12 @@ func (r *Ref) billFees(m *RefMarket) {
 	if !ok {
 		panic("enginetest: fee account not registered")
 	}
+	if m.Contract { // one order_fill_fee_income in the margin coin's futures wallet
+		r.cell(feeU, m.Margin).Avail += r.feeQuote
+		r.bill(feeU, m.Margin, engine.BizFillFee, r.feeQuote, 0, m.ID, r.feeQty, r.feeNotional)
+		r.feeBase, r.feeQuote, r.feeQty, r.feeNotional = 0, 0, 0, 0
+		return
+	}
 	r.Bal[feeU][m.Base].Avail += r.feeBase
 	r.bill(feeU, m.Base, engine.BizFee, r.feeBase, 0, m.ID, r.feeQty, r.feeNotional)
 	r.Bal[feeU][m.Quote].Avail += r.feeQuote
@@ -720,12 +795,7 @@ func (r *Ref) billFees(m *RefMarket) {
 func (r *Ref) remove(m *RefMarket, i int, st engine.Status) {
 	o := m.Orders[i]
 	m.Orders = slices.Delete(m.Orders, i, i+1)
-	coin := m.Quote
-	if o.Side == engine.Sell {
-		coin = m.Base
-	}
-	r.Bal[o.User][coin].Avail += o.Reserved
-	o.Reserved = 0
+	r.release(m, o)
 	if st != engine.StatusFilled {
 		o.Status = st
 		o.UpdateMs = r.timeMs
@@ -767,9 +837,26 @@ func (r *Ref) cancelAll(c *engine.Cmd) engine.Reject {
 	return engine.OK
 }
 
+// release gives back what working (or just expired) order o holds: a
+// spot order's or a contract open's reservation, a contract close's claim
+// on its position.
+func (r *Ref) release(m *RefMarket, o *RefOrder) {
+	switch {
+	case m.Contract && !opens(o.Side, o.Pos):
+		m.Accts[o.User].Pos[o.Pos-1].Closing -= o.Qty - o.Filled
+	case m.Contract:
+		r.cell(o.User, m.Margin).Avail += o.Reserved
+	case o.Side == engine.Buy:
+		r.cell(o.User, m.Quote).Avail += o.Reserved
+	default:
+		r.cell(o.User, m.Base).Avail += o.Reserved
+	}
+	o.Reserved = 0
+}
+
 // OpenOrders returns u's working orders in market id, oldest first.
 func (r *Ref) OpenOrders(u engine.UserIdx, id engine.MarketID) []engine.OrderView {
-	m := r.Markets[id]
+	m := r.Market(id)
 	var vs []engine.OrderView
 	for _, o := range m.Orders {
 		if o.User == u {
@@ -781,7 +868,7 @@ func (r *Ref) OpenOrders(u engine.UserIdx, id engine.MarketID) []engine.OrderVie
 
 // Depth returns every aggregated level of market id, best first.
 func (r *Ref) Depth(id engine.MarketID) (bids, asks []engine.Level) {
-	m := r.Markets[id]
+	m := r.Market(id)
 	agg := func(sd engine.Side) []engine.Level {
 		var lv []engine.Level
 		for _, i := range m.priority(sd) { // orders opposite sd: sd's takers' view
@@ -804,7 +891,7 @@ func (r *Ref) StateHash() [32]byte {
 	le := binary.LittleEndian
 	b := []byte("STATE1")
 	u64 := func(v int64) { b = le.AppendUint64(b, uint64(v)) }
-	for _, m := range r.Markets {
+	for _, m := range r.AllMarkets() {
 		b = le.AppendUint16(b, uint16(m.ID))
 		u64(m.Last)
 		u64(m.NextOrder)
@@ -816,12 +903,18 @@ func (r *Ref) StateHash() [32]byte {
 				u64(o.ID)
 				b = le.AppendUint32(b, uint32(o.User))
 				b = append(b, byte(o.Side), byte(o.Type), byte(o.TIF), byte(o.Status))
+				if m.Contract {
+					b = append(b, byte(o.Pos), byte(o.Lev))
+				}
 				for _, v := range []int64{o.Price, o.Qty, o.Filled, o.CumQuote, o.Reserved, o.TimeMs, o.UpdateMs} {
 					u64(v)
 				}
 				b = append(b, byte(len(o.CID)))
 				b = append(b, o.CID...)
 			}
+		}
+		if m.Contract {
+			b = m.appendContract(b)
 		}
 	}
 	b = le.AppendUint32(b, uint32(len(r.Coins)))
@@ -838,7 +931,7 @@ func (r *Ref) StateHash() [32]byte {
 			b = append(b, 0)
 		}
 		u64(u.Referrer)
-		for _, cl := range r.Bal[i] {
+		for _, cl := range r.Bal[i][:len(r.Coins)] {
 			u64(cl.Avail)
 			u64(cl.Total)
 		}
@@ -862,18 +955,19 @@ func (r *Ref) StateHash() [32]byte {
 			b = append(b, k.Product)
 		}
 	}
+	b = r.appendFutures(b)
 	return sha256.Sum256(b)
 }
 
 // Reserved returns what u's working orders reserve of coin c.
 func (r *Ref) Reserved(u engine.UserIdx, c engine.CoinID) int64 {
 	var s int64
-	for _, m := range r.Markets {
+	for _, m := range r.AllMarkets() {
 		for _, o := range m.Orders {
 			if o.User != u {
 				continue
 			}
-			if o.Side == engine.Buy && m.Quote == c || o.Side == engine.Sell && m.Base == c {
+			if m.Contract && m.Margin == c || !m.Contract && (o.Side == engine.Buy && m.Quote == c || o.Side == engine.Sell && m.Base == c) {
 				s += o.Reserved
 			}
 		}

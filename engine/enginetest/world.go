@@ -95,21 +95,87 @@ func SmallSpecs(n int) []*engine.MarketSpec {
 	return Specs(SmallCoins(), cs)
 }
 
+// InsuranceUID is the insurance account of the contract world
+// (NewContractCluster). It trades like any user.
+const InsuranceUID = 2
+
+// ContractConfigs returns the contract world's perpetuals, which get the
+// market ids engine.ContractBase + i. They differ on purpose: a USDT- and
+// a BTC-margined contract, a tick that is not a power of ten, a zero maker
+// fee, tiny notionals where every rounding shows (ETHBTC: one tick times
+// one step is one satoshi), position limits the stream reaches.
+//
+//	id  symbol       tick    step   min    max  maxPos taker   maker  lev(min/max/def) band  fallback
+//	512 cmt_btcusdt  0.5     0.0001 0.0001 10   15     0.0006  0.0002 1/100/20         0.05  0.05
+//	513 cmt_ethbtc   0.00001 0.001  0.001  500  800    0.001   0      2/50/10          0.1   0.02
+func ContractConfigs() []engine.ContractConfig {
+	return []engine.ContractConfig{
+		{Symbol: "BTCUSDT", V2Symbol: "cmt_btcusdt", ContractID: 1, BaseAsset: "BTC", QuoteAsset: "USDT", MarginAsset: "USDT",
+			ContractVal: "1", TickSize: "0.5", StepSize: "0.0001", MinOrderSize: "0.0001", MaxOrderSize: "10", MaxPositionSize: "15",
+			MakerFeeRate: "0.0002", TakerFeeRate: "0.0006", MinLeverage: 1, MaxLeverage: 100, DefaultLeverage: 20,
+			MaintenanceMarginRate: "0.005", BuyLimitPriceRatio: "0.05", SellLimitPriceRatio: "0.05",
+			MarketFallbackPriceRatio: "0.05", IndexSymbol: "BTCUSDT", FundingIntervalHours: 8,
+			InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true},
+		{Symbol: "ETHBTC", V2Symbol: "cmt_ethbtc", ContractID: 2, BaseAsset: "ETH", QuoteAsset: "BTC", MarginAsset: "BTC",
+			ContractVal: "1", TickSize: "0.00001", StepSize: "0.001", MinOrderSize: "0.001", MaxOrderSize: "500", MaxPositionSize: "800",
+			MakerFeeRate: "0", TakerFeeRate: "0.001", MinLeverage: 2, MaxLeverage: 50, DefaultLeverage: 10,
+			MaintenanceMarginRate: "0.01", BuyLimitPriceRatio: "0.1", SellLimitPriceRatio: "0.1",
+			MarketFallbackPriceRatio: "0.02", IndexSymbol: "ETHBTC", FundingIntervalHours: 8,
+			InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true},
+	}
+}
+
+// ContractSpecs parses configs over coins (contract i gets the market id
+// engine.ContractBase + i).
+func ContractSpecs(coins []engine.Coin, configs []engine.ContractConfig) []*engine.MarketSpec {
+	var specs []*engine.MarketSpec
+	for i, c := range configs {
+		var base, quote engine.Coin
+		for _, k := range coins {
+			if k.Name == c.BaseAsset {
+				base = k
+			}
+			if k.Name == c.QuoteAsset {
+				quote = k
+			}
+		}
+		s, err := engine.NewContractSpec(engine.ContractBase+engine.MarketID(i), c, base, quote)
+		if err != nil {
+			panic(fmt.Sprintf("enginetest: %v", err))
+		}
+		specs = append(specs, s)
+	}
+	return specs
+}
+
 // Cluster is engines sharing one Accounts: market engines (market i on
 // shard i % shards) and a ledger engine (shard number shards) for deposits,
-// withdrawals and users.
+// withdrawals and users, and, in the contract world, every contract market
+// with transfers and contract settings.
 type Cluster struct {
 	Acc     *engine.Accounts
 	Engines []*engine.Engine // market shards
 	Ledger  *engine.Engine
 	All     []*engine.Engine // market shards then the ledger
+
+	contracts bool // built by NewContractCluster
 }
 
 // NewCluster builds a cluster over the standard world split into shards.
-func NewCluster(shards int) *Cluster {
+func NewCluster(shards int) *Cluster { return newCluster(shards, false) }
+
+// NewContractCluster builds a cluster over the standard world split into
+// shards, with the contracts of ContractConfigs owned by the ledger engine
+// and InsuranceUID as its insurance account.
+func NewContractCluster(shards int) *Cluster { return newCluster(shards, true) }
+
+// Fresh returns an empty cluster of the same shape as cl (a restart).
+func (cl *Cluster) Fresh() *Cluster { return newCluster(len(cl.Engines), cl.contracts) }
+
+func newCluster(shards int, contracts bool) *Cluster {
 	coins := Coins()
 	specs := Specs(coins, MarketConfigs())
-	cl := &Cluster{Acc: engine.NewAccounts(coins)}
+	cl := &Cluster{Acc: engine.NewAccounts(coins), contracts: contracts}
 	for s := 0; s < shards; s++ {
 		var own []*engine.MarketSpec
 		for _, m := range specs {
@@ -119,14 +185,26 @@ func NewCluster(shards int) *Cluster {
 		}
 		cl.Engines = append(cl.Engines, engine.New(s, cl.Acc, own, FeeUID))
 	}
-	cl.Ledger = engine.New(shards, cl.Acc, nil, FeeUID)
+	var cts []*engine.MarketSpec
+	if contracts {
+		cts = ContractSpecs(coins, ContractConfigs())
+	}
+	cl.Ledger = engine.New(shards, cl.Acc, cts, FeeUID)
+	if contracts {
+		cl.Ledger.SetInsuranceUID(InsuranceUID)
+	}
 	cl.All = append(append([]*engine.Engine(nil), cl.Engines...), cl.Ledger)
 	return cl
 }
 
-// Route returns the engine that applies c and its shard number.
+// Route returns the engine that applies c: a market's shard for orders in
+// it (the ledger for contract markets), the ledger for everything else
+// (deposits, withdrawals, users, rebates, transfers, contract settings).
 func (cl *Cluster) Route(c *engine.Cmd) *engine.Engine {
 	if c.Kind == engine.CmdPlace || c.Kind == engine.CmdCancel || c.Kind == engine.CmdCancelAll || c.Kind == engine.CmdSetRules {
+		if cl.Ledger.Owns(c.Market) { // a contract market
+			return cl.Ledger
+		}
 		for _, e := range cl.Engines {
 			if e.Owns(c.Market) {
 				return e
