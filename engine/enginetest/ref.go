@@ -107,7 +107,7 @@ type RefMarket struct {
 	Margin         engine.CoinID // the futures wallet of the quote coin
 	MinLev, MaxLev int32
 	DefLev         int32
-	MaxPos         int64                          // steps per position side
+	MaxPos         int64                         // steps per position side
 	Accts          map[engine.UserIdx]*RefCtAcct // by user, once a command of theirs made one
 	BadDebt        int64
 }
