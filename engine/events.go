@@ -59,6 +59,7 @@ type OrderView struct { // the small fields after the large ones, none padded (1
 	Type         OrderType
 	TIF          TIF
 	Status       Status
+	Pos          PosSide // contract orders: the position side (0 on spot)
 	// ClientID is the client order id the order was placed with; it is
 	// empty when the order has the generated one, "x-<OrderID>" (placed
 	// without one, or with exactly that). AppendClientID writes either.

@@ -120,6 +120,10 @@ const (
 	// fill flags (bits 2-3)
 	fillTaker = 1 << 2
 	fillSell  = 1 << 3 // the taker sold
+	// contract fills: the user's position side (bits 4-5) and, when the
+	// fill realized PnL for the user, bit 6 and the PnL after the fee
+	fillPosShift = 4
+	fillHasPnl   = 1 << 6
 )
 
 func newHistBatch() *histBatch {
@@ -205,10 +209,14 @@ func (h *histBatch) pubFor(m engine.MarketID, first int64) *pubBlock {
 
 func (b *userBlock) addFill(t *engine.Trade, taker bool) {
 	tag := byte(tagFill)
-	order, fee := t.MakerOrder, t.MakerFee
+	order, fee, pos, pnl := t.MakerOrder, t.MakerFee, t.MakerPos, t.MakerPnl
 	if taker {
 		tag |= fillTaker
-		order, fee = t.TakerOrder, t.TakerFee
+		order, fee, pos, pnl = t.TakerOrder, t.TakerFee, t.TakerPos, t.TakerPnl
+	}
+	tag |= byte(pos) << fillPosShift
+	if pnl != 0 {
+		tag |= fillHasPnl
 	}
 	if t.TakerSide == engine.Sell {
 		tag |= fillSell
@@ -220,7 +228,11 @@ func (b *userBlock) addFill(t *engine.Trade, taker bool) {
 	d = binary.AppendVarint(d, int64(t.Qty))
 	d = binary.AppendVarint(d, int64(t.Quote))
 	d = binary.AppendVarint(d, order)
-	b.buf = binary.AppendVarint(d, int64(fee))
+	d = binary.AppendVarint(d, int64(fee))
+	if pnl != 0 {
+		d = binary.AppendVarint(d, int64(pnl))
+	}
+	b.buf = d
 	b.fill.push(fillTuple{t.Market, t.Qty, t.Quote})
 }
 
@@ -313,7 +325,7 @@ func generatedCID(o *engine.OrderView) bool { return o.ClientID.N == 0 }
 // appendOrder appends o relative to a block's first order id and time.
 func appendOrder(d []byte, o *engine.OrderView, first, timeMs int64) []byte {
 	d = binary.AppendVarint(d, (o.OrderID-first)>>10)
-	d = append(d, byte(o.Side), byte(o.Type), byte(o.TIF), byte(o.Status))
+	d = append(d, byte(o.Side)|byte(o.Pos)<<4, byte(o.Type), byte(o.TIF), byte(o.Status)) // Pos: contract orders
 	d = binary.AppendVarint(d, int64(o.Price))
 	d = binary.AppendVarint(d, int64(o.OrigQty))
 	d = binary.AppendVarint(d, int64(o.ExecutedQty))
@@ -460,7 +472,9 @@ func (r *reader) bytes(n int) []byte {
 func (r *reader) order(o *engine.OrderView, uid int64, user engine.UserIdx, m engine.MarketID, first, timeMs int64) {
 	*o = engine.OrderView{UID: uid, User: user, Market: m}
 	o.OrderID = first + r.varint()<<10
-	o.Side, o.Type, o.TIF, o.Status = engine.Side(r.byte1()), engine.OrderType(r.byte1()), engine.TIF(r.byte1()), engine.Status(r.byte1())
+	sp := r.byte1()
+	o.Side, o.Pos = engine.Side(sp&15), engine.PosSide(sp>>4)
+	o.Type, o.TIF, o.Status = engine.OrderType(r.byte1()), engine.TIF(r.byte1()), engine.Status(r.byte1())
 	o.Price = engine.Price(r.varint())
 	o.OrigQty = engine.Qty(r.varint())
 	o.ExecutedQty = engine.Qty(r.varint())
@@ -526,14 +540,18 @@ func (d *userBlockDecoder) next(t *engine.Trade, b *engine.Bill) (isFill, ok boo
 		t.Qty = engine.Qty(r.varint())
 		t.Quote = engine.Amount(r.varint())
 		order, fee := r.varint(), engine.Amount(r.varint())
+		pos, pnl := engine.PosSide(tag>>fillPosShift&3), engine.Amount(0)
+		if tag&fillHasPnl != 0 {
+			pnl = engine.Amount(r.varint())
+		}
 		t.TakerSide = engine.Buy
 		if tag&fillSell != 0 {
 			t.TakerSide = engine.Sell
 		}
 		if tag&fillTaker != 0 {
-			t.TakerOrder, t.TakerFee, t.TakerUID = order, fee, d.uid
+			t.TakerOrder, t.TakerFee, t.TakerUID, t.TakerPos, t.TakerPnl = order, fee, d.uid, pos, pnl
 		} else {
-			t.MakerOrder, t.MakerFee, t.MakerUID = order, fee, d.uid
+			t.MakerOrder, t.MakerFee, t.MakerUID, t.MakerPos, t.MakerPnl = order, fee, d.uid, pos, pnl
 		}
 		d.fill.push(fillTuple{t.Market, t.Qty, t.Quote})
 		return true, !r.bad

@@ -20,6 +20,8 @@ type meta struct {
 	Version int                  `json:"version"`
 	Shards  int                  `json:"shards"`
 	FeeUID  int64                `json:"feeUid"`
+	// InsuranceUID is fixed once set, like FeeUID: replay pays losses from it.
+	InsuranceUID int64 `json:"insuranceUid,omitempty"`
 	Coins   []engine.Coin        `json:"coins"`
 	Markets []*engine.MarketSpec `json:"markets"`
 	// Seeding is set when the directory is created and cleared by
@@ -51,9 +53,12 @@ func decodeMeta(b []byte) (*meta, error) {
 // merge checks the configured coins and markets against the stored ones:
 // every stored one must still be configured under the same ID and scales;
 // new ones may be appended. It returns the meta to store.
-func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID int64) (*meta, error) {
+func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID, insuranceUID int64) (*meta, error) {
 	if m.FeeUID != 0 && feeUID != m.FeeUID {
 		return nil, fmt.Errorf("journal: fee account uid %d in the journal, %d configured", m.FeeUID, feeUID)
+	}
+	if m.InsuranceUID != 0 && insuranceUID != m.InsuranceUID {
+		return nil, fmt.Errorf("journal: insurance account uid %d in the journal, %d configured", m.InsuranceUID, insuranceUID)
 	}
 	cids := make(map[string]engine.CoinID, len(coins))
 	for _, c := range coins {
@@ -102,7 +107,7 @@ func (m *meta) merge(coins []engine.Coin, markets []*engine.MarketSpec, feeUID i
 			specs[s.ID] = s
 		}
 	}
-	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, Coins: coins, Markets: specs, Seeding: m.Seeding}, nil
+	return &meta{Version: metaVersion, Shards: m.Shards, FeeUID: feeUID, InsuranceUID: insuranceUID, Coins: coins, Markets: specs, Seeding: m.Seeding}, nil
 }
 
 // sameScale refuses a configured market whose stored integers would mean

@@ -59,7 +59,8 @@ const (
 	fAmount
 	fReferrer
 	fText
-	fAll = 1<<10 - 1
+	fFlags // contracts: Pos | Mode<<2
+	fAll = 1<<11 - 1
 )
 
 // appendCmd encodes c.
@@ -96,6 +97,8 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 	set(fAmount, int64(c.Amount))
 	set(fReferrer, c.Referrer)
 	set(fText, int64(c.Text.N))
+	flags := uint64(c.Pos) | uint64(c.Mode)<<8
+	set(fFlags, int64(flags))
 	dst = le.AppendUint16(dst, mask)
 	if mask&fMarket != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.Market))
@@ -127,6 +130,9 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 	if mask&fText != 0 {
 		dst = append(dst, c.Text.N)
 		dst = append(dst, c.Text.B[:c.Text.N]...)
+	}
+	if mask&fFlags != 0 {
+		dst = binary.AppendUvarint(dst, flags)
 	}
 	return dst
 }
@@ -189,6 +195,13 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 			return nil, ErrCorrupt
 		}
 		c.Text.N = uint8(copy(c.Text.B[:], r.bytes(n)))
+	}
+	if mask&fFlags != 0 {
+		f := r.uvarint()
+		c.Pos, c.Mode = engine.PosSide(f&0xFF), engine.MarginMode(f>>8&0xFF)
+		if f>>16 != 0 {
+			return nil, ErrCorrupt
+		}
 	}
 	if r.bad {
 		return nil, ErrCorrupt

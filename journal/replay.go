@@ -32,30 +32,34 @@ type State struct {
 // MarketShards().
 func (st *State) MarketShards() int { return len(st.Engines) - 1 }
 
-// MarketShard returns the shard that owns market m.
-func (st *State) MarketShard(m engine.MarketID) int { return int(m) % st.MarketShards() }
+// MarketShard returns the shard that owns market m: spot markets are
+// spread over the market shards by id, contract markets all belong to the
+// ledger shard, which alone writes futures wallets (engine/contract.go).
+func (st *State) MarketShard(m engine.MarketID) int {
+	if m >= engine.ContractBase {
+		return st.MarketShards()
+	}
+	return int(m) % st.MarketShards()
+}
 
 // Hash returns the state hash (engine.StateHash). The shards must be quiet.
 func (st *State) Hash() [32]byte { return engine.StateHash(st.Accounts, st.Engines) }
 
 // newState builds the accounts and engines for nMarket market shards and
 // the markets specs (placed by MarketShard), at sequence 0.
-func newState(nMarket int, coins []engine.Coin, specs []*engine.MarketSpec, feeUID int64) *State {
+func newState(nMarket int, coins []engine.Coin, specs []*engine.MarketSpec, feeUID, insuranceUID int64) *State {
 	st := &State{Accounts: engine.NewAccounts(coins), Markets: append([]*engine.MarketSpec(nil), specs...), FeeUID: feeUID,
 		Engines: make([]*engine.Engine, nMarket+1), Seqs: make([]uint64, nMarket+1), Times: make([]int64, nMarket+1)}
-	per := make([][]*engine.MarketSpec, nMarket)
+	per := make([][]*engine.MarketSpec, nMarket+1)
 	for _, s := range specs {
 		if s != nil {
 			per[st.MarketShard(s.ID)] = append(per[st.MarketShard(s.ID)], s)
 		}
 	}
 	for i := 0; i <= nMarket; i++ {
-		var own []*engine.MarketSpec
-		if i < nMarket {
-			own = per[i]
-		}
-		st.Engines[i] = engine.New(i, st.Accounts, own, feeUID)
+		st.Engines[i] = engine.New(i, st.Accounts, per[i], feeUID)
 	}
+	st.Engines[nMarket].SetInsuranceUID(insuranceUID)
 	return st
 }
 
@@ -65,6 +69,8 @@ type LoadOptions struct {
 	Coins   []engine.Coin
 	Markets []*engine.MarketSpec // all markets, indexed by ID
 	FeeUID  int64
+	// InsuranceUID pays contract losses beyond a position's margin (0: none).
+	InsuranceUID int64
 	// FullReplay ignores snapshots: every shard's journal is replayed
 	// from seq 1 (audit).
 	FullReplay bool
@@ -108,14 +114,17 @@ func (s *Store) Load(o LoadOptions) (*State, error) {
 	if s.readOnly && o.FeeUID == 0 {
 		o.FeeUID = m.FeeUID
 	}
-	nm, err := m.merge(o.Coins, o.Markets, o.FeeUID)
+	if s.readOnly && o.InsuranceUID == 0 {
+		o.InsuranceUID = m.InsuranceUID
+	}
+	nm, err := m.merge(o.Coins, o.Markets, o.FeeUID, o.InsuranceUID)
 	if err != nil {
 		return nil, err
 	}
 	if o.Shards > 0 && o.Shards != m.Shards {
 		s.log.Warn("journal: the data directory keeps its shard count", "dir", s.dir, "shards", m.Shards, "asked", o.Shards)
 	}
-	st := newState(m.Shards, o.Coins, nm.Markets, o.FeeUID)
+	st := newState(m.Shards, o.Coins, nm.Markets, o.FeeUID, o.InsuranceUID)
 	if err := s.recover(st, o.FullReplay, o.OnAddUser); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -151,7 +152,7 @@ func Open(o Options) (*Store, error) {
 	if !o.ReadOnly && db.FormatMajorVersion() >= pebble.FormatWALSyncChunks {
 		// A new DB is created at an old format and ratcheted up, so its
 		// first WAL lacks sync chunks: reopen to start a WAL that has them.
-		if _, c, err := db.Get([]byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
+		if _, c, err := getRecovering(db, []byte{pfxMeta}); errors.Is(err, pebble.ErrNotFound) {
 			db.Close()
 			s.closeFS()
 			if err := s.openFS(po, o.Tuning); err != nil {
@@ -163,6 +164,13 @@ func Open(o Options) (*Store, error) {
 			}
 		} else if err == nil {
 			c.Close()
+		} else if errors.Is(err, ErrCorrupt) {
+			func() { // the panic left references Close complains of
+				defer func() { recover() }()
+				db.Close()
+			}()
+			s.closeFS()
+			return nil, err
 		}
 	}
 	s.db = db
@@ -468,4 +476,18 @@ func fatalErr(p any) error {
 		panic(p)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrWriteFailed, fe.msg, fe.cause)
+}
+
+// getRecovering is db.Get for a directory that may be damaged: Pebble
+// panics, rather than erring, on some damaged blob-file references (its
+// corruption report assumes file metadata that a flipped reference does
+// not name), and a damaged directory must be refused, not crash the
+// process. The panic is returned as ErrCorrupt.
+func getRecovering(db *pebble.DB, key []byte) (v []byte, c io.Closer, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, c, err = nil, nil, fmt.Errorf("%w: reading %x: pebble: %v", ErrCorrupt, key, p)
+		}
+	}()
+	return db.Get(key)
 }
