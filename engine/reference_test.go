@@ -33,6 +33,11 @@ type harness struct {
 	// timeIsSeq makes each command's time in ms its seq (scenarios);
 	// otherwise pairs of commands share a millisecond.
 	timeIsSeq bool
+	// ct: the contract world (reference_ct_test.go); positions, settings,
+	// wallets and bad debt are compared after every command
+	ct   bool
+	ctSt ctStats
+	outs []engine.Out // ct: one Out per engine, by shard, as each shard has its own
 }
 
 func newHarness(t testing.TB, shards int) *harness {
@@ -55,13 +60,32 @@ func (h *harness) step(c engine.Cmd) bool {
 	e := h.cl.Route(&c)
 	ec := c
 	e.Prefetch(&ec, &ec) // as a shard does for the next command; it must change nothing
-	e.Apply(&ec, h.seq, h.ts, &h.eo)
+	out := &h.eo
+	if h.ct {
+		// not one Out for all: a spot fill in an Out that held a
+		// contract fill keeps its position fields (TestBugSpotTradeKeepsContractFields)
+		if len(h.outs) == 0 {
+			h.outs = make([]engine.Out, len(h.cl.All))
+		}
+		out = &h.outs[e.Shard()]
+	}
+	e.Apply(&ec, h.seq, h.ts, out)
 	e.Flush()
+	if h.ct {
+		h.eo = *out
+	}
 	h.ref.Apply(c, h.seq, h.ts, e.Shard(), &h.ro)
 	if d := diffOut(&h.eo, &h.ro); d != "" {
 		h.t.Errorf("command seq %d %s: %s\ngot (engine):\n%swant (reference):\n%s", h.seq, fmtCmd(&c), d,
 			clip(h.pr.Out(nil, &h.eo)), clip(h.pr.Out(nil, &h.ro)))
 		return false
+	}
+	if h.ct {
+		if d := h.diffContracts(); d != "" {
+			h.t.Errorf("after command seq %d %s (events equal):\n%s\nevents:\n%s", h.seq, fmtCmd(&c), d, clip(h.pr.Out(nil, &h.eo)))
+			return false
+		}
+		h.ctSt.count(&c, &h.eo)
 	}
 	// ids clients see are positive and exact as JavaScript doubles
 	// (docs/API.md, "Numbers and ids")
@@ -99,8 +123,8 @@ func clip(b []byte) []byte {
 }
 
 func fmtCmd(c *engine.Cmd) string {
-	return fmt.Sprintf("{Kind:%d Side:%d Type:%d TIF:%d Market:%d Coin:%d User:%d UID:%d Price:%d Qty:%d OrderID:%d Amount:%d Text:%q}",
-		c.Kind, c.Side, c.Type, c.TIF, c.Market, c.Coin, c.User, c.UID, c.Price, c.Qty, c.OrderID, c.Amount, c.Text.String())
+	return fmt.Sprintf("{Kind:%d Side:%d Type:%d TIF:%d Market:%d Coin:%d User:%d UID:%d Price:%d Qty:%d OrderID:%d Amount:%d Text:%q Pos:%d Mode:%d}",
+		c.Kind, c.Side, c.Type, c.TIF, c.Market, c.Coin, c.User, c.UID, c.Price, c.Qty, c.OrderID, c.Amount, c.Text.String(), c.Pos, c.Mode)
 }
 
 // diffOut describes the first difference between got and want, or "".
@@ -158,16 +182,18 @@ func (h *harness) diffState() string {
 	}
 	for u := range h.ref.Users {
 		for c := range h.ref.Coins {
-			ga, gf := acc.Balance(engine.UserIdx(u), engine.CoinID(c))
-			wa, wf := h.ref.Balance(engine.UserIdx(u), engine.CoinID(c))
-			if int64(ga) != wa || int64(gf) != wf {
-				fmt.Fprintf(&sb, "uid %d %s: got avail %d frozen %d, want avail %d frozen %d\n",
-					h.ref.Users[u].UID, h.ref.Coins[c].Name, ga, gf, wa, wf)
+			for _, w := range []engine.CoinID{engine.CoinID(c), engine.CoinID(c) | engine.Futures} {
+				ga, gf := acc.Balance(engine.UserIdx(u), w)
+				wa, wf := h.ref.Balance(engine.UserIdx(u), w)
+				if int64(ga) != wa || int64(gf) != wf {
+					fmt.Fprintf(&sb, "uid %d %s wallet %d: got avail %d frozen %d, want avail %d frozen %d\n",
+						h.ref.Users[u].UID, h.ref.Coins[c].Name, w>>15, ga, gf, wa, wf)
+				}
 			}
 		}
 	}
 	var views []engine.OrderView
-	for _, m := range h.ref.Markets {
+	for _, m := range h.ref.AllMarkets() {
 		e := h.cl.Route(&engine.Cmd{Kind: engine.CmdPlace, Market: m.ID})
 		if got, want := e.LastPrice(m.ID), m.Last; int64(got) != want {
 			fmt.Fprintf(&sb, "%s last price: got %d, want %d\n", m.Symbol, got, want)
@@ -214,19 +240,17 @@ func (h *harness) diffState() string {
 	// every user's working orders in all markets, oldest first
 	for u := range h.ref.Users {
 		var want []engine.OrderView
-		for _, m := range h.ref.Markets {
+		for _, m := range h.ref.AllMarkets() {
 			want = append(want, h.ref.OpenOrders(engine.UserIdx(u), m.ID)...)
 		}
 		slices.SortStableFunc(want, func(a, b engine.OrderView) int {
 			return cmp.Or(cmp.Compare(a.TimeMs, b.TimeMs), cmp.Compare(a.OrderID, b.OrderID))
 		})
 		var got []engine.OrderView
-		for _, e := range h.cl.Engines {
+		for _, e := range h.cl.All { // the ledger owns the contract markets
 			got = e.OpenOrders(engine.UserIdx(u), engine.AllMarkets, got)
 		}
-		if len(h.cl.Engines) > 1 {
-			engine.SortOrders(got)
-		}
+		engine.SortOrders(got)
 		if !slices.Equal(got, want) {
 			fmt.Fprintf(&sb, "uid %d OpenOrders(AllMarkets): got %d orders %v, want %d %v\n", h.ref.Users[u].UID, len(got), ids(got), len(want), ids(want))
 		}
@@ -340,9 +364,52 @@ func ownInvariants(cl *enginetest.Cluster, specs []*engine.MarketSpec) error {
 			sum[c] += a + f
 		}
 	}
+	// contracts (engine/contract.go): per margin coin, the futures wallets
+	// plus short minus long open value less bad debt join the sum; a
+	// futures wallet's frozen part holds at least its positions' margins.
+	margins := make([]engine.Amount, nu*nc)
+	var pos []engine.PositionView
+	for _, e := range cl.All {
+		for _, s := range e.Markets() {
+			if !s.Contract {
+				continue
+			}
+			c := s.Margin.Spot()
+			sum[c] -= e.BadDebt(s.ID)
+			var long, short engine.Qty
+			for u := 0; u < nu; u++ {
+				pos = e.Positions(engine.UserIdx(u), s.ID, pos[:0])
+				for _, p := range pos {
+					if p.Size <= 0 || p.Margin < 0 || p.OpenValue < 0 || p.Closing < 0 || p.Closing > p.Size {
+						return fmt.Errorf("%s uid %d: bad position %+v", s.Symbol, acc.UID(engine.UserIdx(u)), p)
+					}
+					margins[u*nc+int(c)] += p.Margin
+					if p.Side == engine.Long {
+						sum[c] -= p.OpenValue
+						long += p.Size
+					} else {
+						sum[c] += p.OpenValue
+						short += p.Size
+					}
+				}
+			}
+			if long != short {
+				return fmt.Errorf("%s: long positions %d, short %d", s.Symbol, long, short)
+			}
+		}
+	}
+	for u := 0; u < nu; u++ {
+		for c := 0; c < nc; c++ {
+			a, f := acc.Balance(engine.UserIdx(u), engine.CoinID(c)|engine.Futures)
+			if a < 0 || f < margins[u*nc+c] {
+				return fmt.Errorf("uid %d coin %d futures: avail %d frozen %d, positions' margins %d", acc.UID(engine.UserIdx(u)), c, a, f, margins[u*nc+c])
+			}
+			sum[c] += a + f
+		}
+	}
 	for c := range sum {
 		if net := acc.Net(engine.CoinID(c)); sum[c] != net {
-			return fmt.Errorf("coin %d: balances sum to %d, deposits minus withdrawals %d", c, sum[c], net)
+			return fmt.Errorf("coin %d: balances and positions sum to %d, deposits minus withdrawals %d", c, sum[c], net)
 		}
 	}
 	return nil
@@ -365,7 +432,7 @@ func streamLen(t *testing.T) int {
 // and every engine), as a restart does; the stream then goes on against it.
 func (h *harness) restore() {
 	h.t.Helper()
-	nc := enginetest.NewCluster(len(h.cl.Engines))
+	nc := h.cl.Fresh()
 	if err := nc.Acc.LoadSnapshot(h.cl.Acc.AppendSnapshot(nil)); err != nil {
 		h.t.Fatalf("loading the accounts snapshot: %v", err)
 	}

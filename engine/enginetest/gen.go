@@ -21,6 +21,11 @@ type Gen struct {
 	mid   []int64 // starting price per market, ticks
 	cmds  int
 	nextU int64
+
+	// contracts: NewContractGen's stream (genct.go)
+	contracts bool
+	ctMid     []int64 // starting price per contract, ticks
+	ctUnit    []int64 // a price step near the touch per contract, ticks
 }
 
 // NewGen returns a generator for ref with seed.
@@ -33,20 +38,33 @@ func NewGen(seed uint64, ref *Ref, users int) *Gen {
 var funds = []engine.Amount{2_000_000_000_000, 10_000_000_000, 200_000_000_000}
 
 // Setup returns the commands that register the fee account and the users
-// and fund them.
+// and fund them (NewContractGen's: the insurance account too, and their
+// futures wallets).
 func (g *Gen) Setup() []engine.Cmd {
 	var cs []engine.Cmd
-	add := func(uid int64) {
+	add := func(uid int64, fut []engine.Amount) {
 		cs = append(cs, engine.Cmd{Kind: engine.CmdAddUser, UID: uid})
 		u := engine.UserIdx(len(g.uids))
 		g.uids = append(g.uids, uid)
 		for c := range funds {
 			cs = append(cs, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: u, Coin: engine.CoinID(c), Amount: funds[c]})
 		}
+		for c, x := range fut {
+			if x > 0 {
+				cs = append(cs, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: u, Coin: engine.CoinID(c) | engine.Futures, Amount: x})
+			}
+		}
 	}
-	add(FeeUID) // the fee account trades too, now and then
+	var fut []engine.Amount
+	if g.contracts {
+		fut = futuresFunds
+	}
+	add(FeeUID, fut) // the fee account trades too, now and then
+	if g.contracts {
+		add(InsuranceUID, insuranceFunds) // a small fund that runs dry: then losses are bad debt
+	}
 	for i := 0; i < g.Users; i++ {
-		add(10_000 + int64(i))
+		add(10_000+int64(i), fut)
 	}
 	return cs
 }
@@ -79,6 +97,8 @@ func (g *Gen) touch(m *RefMarket) (bid, ask, anchor int64) {
 		anchor = ask
 	case m.Last > 0:
 		anchor = m.Last
+	case m.Contract:
+		anchor = g.ctMid[m.ID-engine.ContractBase]
 	default:
 		anchor = g.mid[m.ID]
 	}
@@ -110,6 +130,9 @@ func (g *Gen) qty(m *RefMarket) engine.Qty {
 // Next returns the next command.
 func (g *Gen) Next() engine.Cmd {
 	g.cmds++
+	if g.contracts && g.R.IntN(100) < ContractShare {
+		return g.nextContract()
+	}
 	u, uid := g.user()
 	mid := engine.MarketID(g.R.IntN(3))
 	m := g.Ref.Markets[mid]

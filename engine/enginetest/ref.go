@@ -512,7 +512,8 @@ func generatedCID(id int64) string { return "x-" + strconv.FormatInt(id, 10) }
 func (r *Ref) view(m *RefMarket, o *RefOrder) engine.OrderView {
 	v := engine.OrderView{OrderID: o.ID, UID: r.Users[o.User].UID, User: o.User, Market: m.ID, Side: o.Side,
 		Type: o.Type, TIF: o.TIF, Status: o.Status, Price: engine.Price(o.Price), OrigQty: engine.Qty(o.Qty),
-		ExecutedQty: engine.Qty(o.Filled), CumQuote: engine.Amount(o.CumQuote), TimeMs: o.TimeMs, UpdateTimeMs: o.UpdateMs}
+		ExecutedQty: engine.Qty(o.Filled), CumQuote: engine.Amount(o.CumQuote), TimeMs: o.TimeMs, UpdateTimeMs: o.UpdateMs,
+		Pos: o.Pos}
 	if o.CID != generatedCID(o.ID) { // a generated id is shown, not stored
 		v.ClientID.Set([]byte(o.CID))
 	}

@@ -151,7 +151,11 @@ func (r *Ref) contractHold(m *RefMarket, c *engine.Cmd, lim int64) (int64, int32
 		}
 		return 0, lev[c.Pos-1], engine.OK
 	}
-	if ps != nil && ps.Size+qty > m.MaxPos {
+	size := int64(0)
+	if ps != nil {
+		size = ps.Size
+	}
+	if size+qty > m.MaxPos {
 		return 0, 0, engine.RejectPositionTooLarge
 	}
 	if lim == 0 { // a market order facing an empty book: it expires

@@ -103,15 +103,15 @@ const InsuranceUID = 2
 // market ids engine.ContractBase + i. They differ on purpose: a USDT- and
 // a BTC-margined contract, a tick that is not a power of ten, a zero maker
 // fee, tiny notionals where every rounding shows (ETHBTC: one tick times
-// one step is one satoshi), position limits the stream reaches.
+// one step is one satoshi), a position limit below the order size limit.
 //
 //	id  symbol       tick    step   min    max  maxPos taker   maker  lev(min/max/def) band  fallback
-//	512 cmt_btcusdt  0.5     0.0001 0.0001 10   15     0.0006  0.0002 1/100/20         0.05  0.05
+//	512 cmt_btcusdt  0.5     0.0001 0.0001 10   4      0.0006  0.0002 1/100/20         0.05  0.05
 //	513 cmt_ethbtc   0.00001 0.001  0.001  500  800    0.001   0      2/50/10          0.1   0.02
 func ContractConfigs() []engine.ContractConfig {
 	return []engine.ContractConfig{
 		{Symbol: "BTCUSDT", V2Symbol: "cmt_btcusdt", ContractID: 1, BaseAsset: "BTC", QuoteAsset: "USDT", MarginAsset: "USDT",
-			ContractVal: "1", TickSize: "0.5", StepSize: "0.0001", MinOrderSize: "0.0001", MaxOrderSize: "10", MaxPositionSize: "15",
+			ContractVal: "1", TickSize: "0.5", StepSize: "0.0001", MinOrderSize: "0.0001", MaxOrderSize: "10", MaxPositionSize: "4",
 			MakerFeeRate: "0.0002", TakerFeeRate: "0.0006", MinLeverage: 1, MaxLeverage: 100, DefaultLeverage: 20,
 			MaintenanceMarginRate: "0.005", BuyLimitPriceRatio: "0.05", SellLimitPriceRatio: "0.05",
 			MarketFallbackPriceRatio: "0.05", IndexSymbol: "BTCUSDT", FundingIntervalHours: 8,
