@@ -432,25 +432,42 @@ func TestSimulated(t *testing.T) {
 		}
 		seeds = n
 	}
-	var leaderChanges, snaps, restores, acked, refused int
+	var leaderChanges, snaps, restores, acked int
+	refused := map[string]int{}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		g := newSimGroup(t, seed)
 		g.run(seed, steps)
 		g.check(seed)
-		if len(g.leaders) < 2 {
-			t.Errorf("seed %d: only %d leader terms", seed, len(g.leaders))
-		}
 		leaderChanges += len(g.leaders) - 1
 		snaps += g.snaps
 		acked += len(g.acked)
-		refused += len(g.refused)
+		for _, err := range g.refused {
+			switch {
+			case errors.Is(err, ErrNotLeader):
+				refused["not leader"]++
+			case errors.Is(err, ErrNoQuorum):
+				refused["no quorum"]++
+			case errors.Is(err, ErrDropped):
+				refused["dropped"]++
+			}
+		}
 		for _, m := range g.members {
 			restores += int(m.n.snapsReceived)
 			m.db.Close()
 		}
 	}
-	t.Logf("%d seeds: %d leader changes, %d acknowledged, %d refused, %d snapshots sent, %d received",
+	t.Logf("%d seeds: %d leader changes, %d acknowledged, refused %v, %d snapshots sent, %d received",
 		seeds, leaderChanges, acked, refused, snaps, restores)
+	// raft draws election timeouts from crypto/rand, so what a run covers
+	// varies a little: these bounds hold with a wide margin (a run of 50
+	// seeds sees about 3 leader changes a seed and about 100 no-quorum
+	// refusals; ErrDropped, 0 to 25 times, is checked whenever it occurs).
+	if leaderChanges < seeds {
+		t.Fatalf("%d leader changes in %d seeds", leaderChanges, seeds)
+	}
+	if seeds >= 20 && refused["no quorum"] == 0 {
+		t.Fatalf("refusals %v: the no-quorum path was never taken", refused)
+	}
 	if snaps == 0 || restores == 0 {
 		t.Fatalf("no snapshot was sent (%d) or restored (%d): catch-up by snapshot untested", snaps, restores)
 	}

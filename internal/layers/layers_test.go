@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"edge":              {"engine", "config", "journal", "core"},
 	"cmd/exchanged":     {"engine", "config", "journal", "core", "edge", "internal/walio", "internal/affinity"},
 	"tools/audit":       {"engine", "journal"},
+	"replica":           {},
 	"bench/load":        {},
 	"bench/report":      {},
 	"bench/suite":       {"bench/load", "bench/report", "config", "engine"},
