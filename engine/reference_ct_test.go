@@ -201,7 +201,7 @@ func (h *harness) reportCt(t *testing.T) {
 		return
 	}
 	s := &h.ctSt
-	t.Logf("contracts: %d commands, %d fills (%d open and %d close sides), %d transfers, %d leverage, %d margin-mode and %d position-margin changes accepted, %d insurance payouts, bad debt after %d commands",
+	t.Logf("contracts: %d commands, %d fills (%d open and %d close sides), %d transfers, %d leverage, %d margin-mode and %d position-margin changes accepted, %d insurance payouts, bad debt standing after %d commands",
 		s.cmds, s.fills, s.opens, s.closes, s.transfers, s.levOK, s.modeOK, s.marginOK, s.insurance, s.badDebt)
 	if testing.Short() {
 		return

@@ -124,9 +124,21 @@ func (g *Gen) avoidFirstOpenBug(c *engine.Cmd, m *RefMarket) {
 	}
 }
 
+// ctUser picks a contract command's user: the insurance account (index 1)
+// trades now and then (its own losses are not its to pay), but less, so
+// that its fund runs dry and losses become bad debt.
+func (g *Gen) ctUser() (engine.UserIdx, int64) {
+	u, uid := g.user()
+	if u == 1 && g.R.IntN(8) != 0 {
+		u = engine.UserIdx(2 + g.R.IntN(len(g.uids)-2))
+		uid = g.uids[u]
+	}
+	return u, uid
+}
+
 // nextContract returns a contract command.
 func (g *Gen) nextContract() engine.Cmd {
-	u, uid := g.user()
+	u, uid := g.ctUser()
 	i := g.R.IntN(len(g.Ref.Contracts))
 	m := g.Ref.Contracts[i]
 	unit := g.ctUnit[i]
@@ -239,6 +251,9 @@ func (g *Gen) nextContract() engine.Cmd {
 		if g.R.IntN(12) == 0 {
 			c.Amount *= 200
 		}
+		if u == 1 {
+			c.Coin = c.Coin.Spot() // the insurance fund only gives
+		}
 	case k < 750: // a futures deposit, some for the insurance account
 		c.Kind, c.Coin = engine.CmdDeposit, engine.CoinID(g.R.IntN(2))|engine.Futures
 		c.Amount = futuresFunds[c.Coin.Spot()] / engine.Amount(1+g.R.IntN(40))
@@ -283,7 +298,12 @@ func (g *Gen) nextContract() engine.Cmd {
 				c.Pos = 3 - c.Pos
 			}
 			mg := a.Pos[c.Pos-1].Margin
-			switch g.R.IntN(4) {
+			floor := ceilDiv(big.NewInt(a.Pos[c.Pos-1].OpenValue), int64(a.Lev[c.Pos-1])).Int64()
+			switch g.R.IntN(6) {
+			case 4: // down to the initial margin exactly
+				c.Amount = engine.Amount(floor - mg)
+			case 5: // one unit below it
+				c.Amount = engine.Amount(floor - mg - 1)
 			case 0:
 				c.Amount = engine.Amount(mg/5 + 1)
 			case 1:
