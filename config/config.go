@@ -28,11 +28,14 @@ var Default []byte
 type Config struct {
 	AdminToken string       `json:"admin_token"`
 	FeeUID     int64        `json:"fee_uid"`
-	RateLimits RateLimits   `json:"rate_limits"`
-	Coins      []CoinConfig `json:"coins"`
-	Spot       []SpotConfig `json:"spot"`
-	Contracts  []any        `json:"contracts"`
-	Users      []UserConfig `json:"users"`
+	// InsuranceUID is the account that pays contract losses beyond a
+	// bankrupt position's margin; required when there are contracts.
+	InsuranceUID int64            `json:"insurance_uid"`
+	RateLimits   RateLimits       `json:"rate_limits"`
+	Coins        []CoinConfig     `json:"coins"`
+	Spot         []SpotConfig     `json:"spot"`
+	Contracts    []ContractConfig `json:"contracts"`
+	Users        []UserConfig     `json:"users"`
 
 	coinByName map[string]int // index into Coins
 }
@@ -83,6 +86,12 @@ type SpotConfig struct {
 	DisplayHot        bool   `json:"displayHot"`
 }
 
+// ContractConfig is a perpetual contract market (docs/API.md,
+// "Configuration"): engine.ContractConfig's fields.
+type ContractConfig struct {
+	engine.ContractConfig
+}
+
 // UserConfig is a user created at start-up with fixed credentials.
 type UserConfig struct {
 	UID         int64             `json:"uid"`
@@ -93,6 +102,8 @@ type UserConfig struct {
 	ReferrerUID int64             `json:"referrerUid"`
 	RebateRate  string            `json:"rebateRate"` // a broker's share of its referred users' fees, "0" to "1"
 	Deposits    map[string]string `json:"deposits"`
+	// FuturesDeposits are credited like Deposits, into the futures wallets.
+	FuturesDeposits map[string]string `json:"futuresDeposits"`
 	UIDWeight   int64             `json:"uid_weight_per_10s"`
 
 	Rate int64 `json:"-"` // RebateRate in engine.RateOne units
@@ -299,8 +310,8 @@ func (c *Config) check() error {
 	if c.FeeUID <= 0 {
 		return fmt.Errorf("config: fee_uid: must be a positive uid")
 	}
-	if len(c.Contracts) > 0 {
-		return fmt.Errorf("config: contracts: contract markets are not supported yet")
+	if len(c.Contracts) > 0 && (c.InsuranceUID <= 0 || c.InsuranceUID == c.FeeUID) {
+		return fmt.Errorf("config: insurance_uid: contracts need a positive insurance account uid other than fee_uid")
 	}
 	if c.RateLimits.Enabled && (c.RateLimits.IPWeight <= 0 || c.RateLimits.UIDWeight <= 0) {
 		return fmt.Errorf("config: rate_limits: weights must be positive when enabled")
@@ -343,6 +354,32 @@ func (c *Config) check() error {
 	if len(c.Spot) == 0 {
 		return fmt.Errorf("config: spot: at least one market is needed")
 	}
+	if len(c.Spot) > int(engine.ContractBase) || len(c.Contracts) > int(engine.MaxMarkets-engine.ContractBase) {
+		return fmt.Errorf("config: at most %d spot markets and %d contracts", engine.ContractBase, engine.MaxMarkets-engine.ContractBase)
+	}
+	v3, ids := map[string]bool{}, map[int64]bool{}
+	for i, k := range c.Contracts {
+		if k.Symbol == "" || v3[k.Symbol] {
+			return fmt.Errorf("config: contracts[%d].symbol: empty or duplicate symbol %q", i, k.Symbol)
+		}
+		v3[k.Symbol] = true
+		if k.V2Symbol == "" || syms[k.V2Symbol] {
+			return fmt.Errorf("config: contracts[%d].v2Symbol: empty or duplicate symbol %q", i, k.V2Symbol)
+		}
+		syms[k.V2Symbol] = true
+		if k.ContractID <= 0 || ids[k.ContractID] {
+			return fmt.Errorf("config: contracts[%d].contractId: must be positive and unique", i)
+		}
+		ids[k.ContractID] = true
+		for _, a := range [...]struct{ field, coin string }{{"baseAsset", k.BaseAsset}, {"quoteAsset", k.QuoteAsset}, {"marginAsset", k.MarginAsset}} {
+			if _, ok := c.coinByName[a.coin]; !ok {
+				return fmt.Errorf("config: contracts[%d].%s: unknown coin %q", i, a.field, a.coin)
+			}
+		}
+		if k.IndexSymbol != "" && !c.hasSpot(k.IndexSymbol) {
+			return fmt.Errorf("config: contracts[%d].indexSymbol: %q is not a spot market of this exchange", i, k.IndexSymbol)
+		}
+	}
 	uids, keys := map[int64]bool{}, map[string]bool{}
 	for i, u := range c.Users {
 		if u.UID <= 0 || uids[u.UID] {
@@ -367,28 +404,48 @@ func (c *Config) check() error {
 		if u.UIDWeight < 0 {
 			return fmt.Errorf("config: users[%d].uid_weight_per_10s: must not be negative", i)
 		}
-		for coin, amt := range u.Deposits {
-			ci, ok := c.coinByName[coin]
-			if !ok {
-				return fmt.Errorf("config: users[%d].deposits.%s: unknown coin", i, coin)
+		for name, deps := range map[string]map[string]string{"deposits": u.Deposits, "futuresDeposits": u.FuturesDeposits} {
+			for coin, amt := range deps {
+				ci, ok := c.coinByName[coin]
+				if !ok {
+					return fmt.Errorf("config: users[%d].%s.%s: unknown coin", i, name, coin)
+				}
+				if v, err := engine.ParseFixed([]byte(amt), c.Coins[ci].Scale); err != nil || v <= 0 {
+					return fmt.Errorf("config: users[%d].%s.%s: %q is not a positive amount at scale %d", i, name, coin, amt, c.Coins[ci].Scale)
+				}
 			}
-			if v, err := engine.ParseFixed([]byte(amt), c.Coins[ci].Scale); err != nil || v <= 0 {
-				return fmt.Errorf("config: users[%d].deposits.%s: %q is not a positive amount at scale %d", i, coin, amt, c.Coins[ci].Scale)
-			}
+		}
+		if u.UID == c.InsuranceUID || u.UID == c.FeeUID {
+			return fmt.Errorf("config: users[%d].uid: %d is a system account (fee_uid or insurance_uid)", i, u.UID)
 		}
 	}
 	_, _, err := c.EngineSpecs()
 	return err
 }
 
-// EngineSpecs converts the coins and markets to the engine's types, with
-// dense ids in config order.
+func (c *Config) hasSpot(sym string) bool {
+	for _, s := range c.Spot {
+		if s.Symbol == sym {
+			return true
+		}
+	}
+	return false
+}
+
+// EngineSpecs converts the coins and markets to the engine's types: coins
+// with dense ids in config order; markets indexed by MarketID, spot ones
+// in config order from 0, contracts from engine.ContractBase (nil
+// between). Use Spot and ContractSpec to walk them by kind.
 func (c *Config) EngineSpecs() ([]engine.Coin, []*engine.MarketSpec, error) {
 	coins := make([]engine.Coin, len(c.Coins))
 	for i, co := range c.Coins {
 		coins[i] = engine.Coin{ID: engine.CoinID(i), Name: co.Coin, ExternalID: co.CoinID, Scale: co.Scale}
 	}
-	specs := make([]*engine.MarketSpec, len(c.Spot))
+	n := len(c.Spot)
+	if len(c.Contracts) > 0 {
+		n = int(engine.ContractBase) + len(c.Contracts)
+	}
+	specs := make([]*engine.MarketSpec, n)
 	for i, s := range c.Spot {
 		sp, err := engine.NewMarketSpec(engine.MarketID(i), s.SpotConfig,
 			coins[c.coinByName[s.BaseAsset]], coins[c.coinByName[s.QuoteAsset]])
@@ -396,6 +453,14 @@ func (c *Config) EngineSpecs() ([]engine.Coin, []*engine.MarketSpec, error) {
 			return nil, nil, fmt.Errorf("config: spot[%d]: %w", i, err)
 		}
 		specs[i] = sp
+	}
+	for i, k := range c.Contracts {
+		sp, err := engine.NewContractSpec(engine.ContractBase+engine.MarketID(i), k.ContractConfig,
+			coins[c.coinByName[k.BaseAsset]], coins[c.coinByName[k.QuoteAsset]])
+		if err != nil {
+			return nil, nil, fmt.Errorf("config: contracts[%d]: %w", i, err)
+		}
+		specs[engine.ContractBase+engine.MarketID(i)] = sp
 	}
 	return coins, specs, nil
 }

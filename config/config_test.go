@@ -42,7 +42,38 @@ func TestConfigErrors(t *testing.T) {
 		}, "users[1]"},
 		{func(s string) string { return s[:len(s)-10] }, "invalid JSON"},
 		{func(s string) string { return s + ` {}` }, "invalid JSON: data after the top-level value"},
-		{func(s string) string { return strings.Replace(s, `"contracts": []`, `"contracts": [{}]`, 1) }, "contracts"},
+		{func(s string) string { return strings.Replace(s, `"contracts": [`, `"contracts": [{},`, 1) }, "contracts[0].symbol"},
+		{func(s string) string { return strings.Replace(s, `"insurance_uid": 2,`, `"insurance_uid": 0,`, 1) }, "insurance_uid"},
+		{func(s string) string { return strings.Replace(s, `"insurance_uid": 2,`, `"insurance_uid": 1,`, 1) }, "insurance_uid"},
+		{func(s string) string {
+			return strings.Replace(s, `"v2Symbol": "cmt_ethusdt"`, `"v2Symbol": "cmt_btcusdt"`, 1)
+		}, "contracts[1].v2Symbol"},
+		{func(s string) string {
+			return strings.Replace(s, `"v2Symbol": "cmt_ethusdt"`, `"v2Symbol": "ETHUSDT"`, 1)
+		}, "contracts[1].v2Symbol"},
+		{func(s string) string { return strings.Replace(s, `"contractId": 2,`, `"contractId": 1,`, 1) }, "contracts[1].contractId"},
+		{func(s string) string { return strings.Replace(s, `"contractVal": "1"`, `"contractVal": "10"`, 1) }, "contractVal"},
+		{func(s string) string { return strings.Replace(s, `"marginAsset": "USDT"`, `"marginAsset": "BTC"`, 1) }, "marginAsset"},
+		{func(s string) string { return strings.Replace(s, `"marginAsset": "USDT"`, `"marginAsset": "XYZ"`, 1) }, "contracts[0].marginAsset: unknown coin"},
+		{func(s string) string { return strings.Replace(s, `"maxLeverage": 100`, `"maxLeverage": 10`, 1) }, "leverage"},
+		{func(s string) string {
+			return strings.Replace(s, `"indexSymbol": "BTCUSDT"`, `"indexSymbol": "XBTUSDT"`, 1)
+		}, "indexSymbol"},
+		{func(s string) string {
+			return strings.Replace(s, `"fundingIntervalHours": 8`, `"fundingIntervalHours": 5`, 1)
+		}, "fundingIntervalHours"},
+		{func(s string) string {
+			return strings.Replace(s, `"maxPositionSize": "1000"`, `"maxPositionSize": "0.00005"`, 1)
+		}, "maxPositionSize"},
+		{func(s string) string {
+			return strings.Replace(s, `"maintenanceMarginRate": "0.005"`, `"maintenanceMarginRate": "0.02"`, 1)
+		}, "maintenanceMarginRate"},
+		{func(s string) string {
+			return strings.Replace(s, `"futuresDeposits": {"USDT": "1000000"}`, `"futuresDeposits": {"USDT": "-1"}`, 1)
+		}, "futuresDeposits.USDT"},
+		{func(s string) string {
+			return strings.Replace(s, `"maxFundingRate": "0.0075"`, `"maxFundingRat": "0.0075"`, 1)
+		}, "contracts[0].maxFundingRat: unknown key"},
 		{func(s string) string { return strings.Replace(s, `"fee_uid": 1,`, `"fee_uid": 1, "fee_uid": 2,`, 1) }, "config: fee_uid: key given twice"},
 		{func(s string) string { return strings.Replace(s, `"fee_uid": 1,`, `"fee_uid": 1, "FEE_UID": 2,`, 1) }, "config: FEE_UID: key given twice"},
 		{func(s string) string {

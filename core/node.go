@@ -84,6 +84,8 @@ const (
 	QueryOrder                   // Cmd.User, Cmd.Market, Cmd.OrderID or Cmd.Text
 	QueryDepth                   // Cmd.Market, Cmd.Qty = levels per side
 	QuerySettled                 // Cmd as the CmdRebate it asks about: was its day paid? (rebate.go)
+	QueryPositions               // User's positions in Market (or AllMarkets) and its settings there
+
 )
 
 // Balance is one coin of a user's balance.
@@ -269,7 +271,11 @@ func (n *Node) Written() (keys, bytes uint64) {
 // commands on balances and users, else the market's shard.
 func (n *Node) shardOf(c *engine.Cmd) *shard {
 	switch c.Kind {
-	case engine.CmdDeposit, engine.CmdWithdraw, engine.CmdAddUser, engine.CmdRebate:
+	case engine.CmdDeposit, engine.CmdWithdraw, engine.CmdAddUser, engine.CmdRebate,
+		engine.CmdTransfer, engine.CmdLeverage, engine.CmdMarginMode, engine.CmdPositionMargin:
+		return n.shards[n.nMarket] // the ledger, which owns futures wallets and contracts
+	}
+	if c.Market == engine.AllContracts {
 		return n.shards[n.nMarket]
 	}
 	if c.Market == engine.AllMarkets {
@@ -315,6 +321,17 @@ func (n *Node) push(s *shard, r *Request) error {
 // it reads u's cells, then waits until every shard has flushed what it
 // was applying at the time, so nothing shown can be taken back by a crash.
 func (n *Node) Balances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]Balance, error) {
+	return n.balances(u, 0, deadline, dst)
+}
+
+// FuturesBalances is Balances of u's futures wallets (Coin carries
+// engine.Futures); a futures wallet's frozen part is its working opens'
+// reservations plus its positions' margin.
+func (n *Node) FuturesBalances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]Balance, error) {
+	return n.balances(u, engine.Futures, deadline, dst)
+}
+
+func (n *Node) balances(u engine.UserIdx, wallet engine.CoinID, deadline time.Time, dst []Balance) ([]Balance, error) {
 	if n.failed.Load() != nil {
 		return dst, ErrUnavailable
 	}
@@ -323,7 +340,7 @@ func (n *Node) Balances(u engine.UserIdx, deadline time.Time, dst []Balance) ([]
 		return dst, nil
 	}
 	for i := range acc.Coins() {
-		c := engine.CoinID(i)
+		c := engine.CoinID(i) | wallet
 		a, f := acc.Balance(u, c)
 		dst = append(dst, Balance{Coin: c, Avail: a, Frozen: f})
 	}
@@ -624,4 +641,19 @@ func Start(jo journal.Options, lo journal.LoadOptions, o Options) (*Node, error)
 	}
 	store.Close()
 	return nil, err
+}
+
+// Positions returns u's positions in contract market m (or
+// engine.AllContracts) and, for one market, u's margin mode and LONG and
+// SHORT leverage there. Like every in-shard query it answers after the
+// commands before it are durable.
+func (n *Node) Positions(u engine.UserIdx, uid int64, m engine.MarketID, deadline time.Time, dst []engine.PositionView) ([]engine.PositionView, engine.MarginMode, [2]int32, error) {
+	r, err := n.query(QueryPositions, engine.Cmd{User: u, UID: uid, Market: m}, deadline)
+	if err != nil {
+		return dst, 0, [2]int32{}, err
+	}
+	dst = append(dst, r.Positions...)
+	mode, lev := r.Mode, r.Lev
+	ReleaseRequest(r)
+	return dst, mode, lev, nil
 }

@@ -31,6 +31,11 @@ type Request struct {
 	Last     engine.Price
 	Seq      uint64
 	TimeMs   int64
+	// QueryPositions: the positions, and the user's margin mode and
+	// LONG/SHORT leverage in the market asked for (one market only).
+	Positions []engine.PositionView
+	Mode      engine.MarginMode
+	Lev       [2]int32
 
 	rt reqState // runtime state, owned by this package
 }

@@ -421,6 +421,11 @@ func (s *shard) query(r *Request) {
 	case QueryDepth:
 		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])
 		r.Last, r.Seq = s.eng.LastPrice(c.Market), s.seq
+	case QueryPositions:
+		r.Positions = s.eng.Positions(c.User, c.Market, r.Positions[:0])
+		if c.Market != engine.AllMarkets && c.Market != engine.AllContracts {
+			r.Mode, r.Lev[0], r.Lev[1], _ = s.eng.Settings(c.User, c.Market)
+		}
 	case QuerySettled:
 		r.HasOrder = s.n.st.Accounts.Settled(engine.SettleKey{Day: int32(c.OrderID >> 1), Broker: c.User,
 			Market: c.Market, Product: uint8(c.OrderID & 1)})

@@ -229,7 +229,7 @@ func (s *Server) appendBills(b []byte, bills []engine.Bill) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		co := &s.coins[bl.Coin]
+		co := &s.coins[bl.Coin.Spot()]
 		b = append(b, `{"billId":"`...)
 		b = appendInt(b, int64(bl.BillID))
 		b = append(b, `","coinId":`...)

@@ -37,6 +37,7 @@ const (
 	codeClientID         = -1180
 	codeOrderRejected    = -2010
 	codeOrderNotFound    = -2200
+	codeContractNotFound = -3200 // a contract order (SPEC: "Order not found: -3200")
 )
 
 // apiError is a top-level error answer.
@@ -115,6 +116,14 @@ var rejectTable = [...]rejectInfo{
 	// Only the server itself sets rules and pays rebates: never a client's doing.
 	engine.RejectInvalidRules:   {500, codeUnknown, "internal error: market rules refused"},
 	engine.RejectAlreadySettled: {500, codeUnknown, "internal error: rebate paid before"},
+	// contracts
+	engine.RejectInvalidPositionSide: {400, codeParam, "invalid positionSide: LONG or SHORT"},
+	engine.RejectNoPosition:          {400, codeOrderRejected, "order rejected: no position to close"},
+	engine.RejectReduceOnly:          {400, codeOrderRejected, "order rejected: close quantity exceeds the position less its working close orders"},
+	engine.RejectPositionTooLarge:    {400, codeOrderRejected, "order rejected: the position would exceed maxPositionSize"},
+	engine.RejectInvalidLeverage:     {400, codeParam, "invalid leverage: outside [minLeverage, maxLeverage]"},
+	engine.RejectPositionExists:      {400, codeOrderRejected, "rejected: not allowed while a position or open order exists"},
+	engine.RejectInvalidMarginMode:   {400, codeParam, "invalid margin mode for this operation"},
 }
 
 func rejectOf(r engine.Reject) rejectInfo {

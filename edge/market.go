@@ -22,10 +22,6 @@ func handlePing(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *api
 	return nil
 }
 
-func handleContractInfo(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	st.buf = append(st.buf, `{"symbols":[]}`...)
-	return nil
-}
 
 func handleCoins(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	if e := checkArgs(ctx); e != nil {

@@ -50,7 +50,7 @@ func restEndpoints() []*endpoint {
 	sig := func(method, path string, ip, uid int64, h handler) *endpoint {
 		return &endpoint{method: method, path: path, ipWeight: ip, uidWeight: uid, signed: true, h: h}
 	}
-	return []*endpoint{
+	eps := []*endpoint{
 		pub("/api/v3/time", 1, handleTime),
 		pub("/api/v3/ping", 1, handlePing),
 		pub("/api/v3/exchangeInfo", 20, handleExchangeInfo),
@@ -61,7 +61,6 @@ func restEndpoints() []*endpoint {
 		pub("/api/v3/market/ticker/bookTicker", 2, handleBookTicker),
 		pub("/api/v3/market/ticker/24hr", 5, handleTicker24h),
 		pub("/api/v3/market/klines", 10, handleKlines),
-		pub("/capi/v3/market/exchangeInfo", 5, handleContractInfo),
 		sig("POST", "/api/v3/order/batch", 10, 50, handleBatch),
 		sig("DELETE", "/api/v3/order/batch", 5, 10, handleCancelBatch),
 		sig("POST", "/api/v3/order", 2, 5, handlePlace),
@@ -79,6 +78,9 @@ func restEndpoints() []*endpoint {
 		sig("POST", "/api/v3/account/fundingBills", 5, 5, handleFundingBills),
 		sig("GET", "/api/v3/apiReferral/rebate/recentRecord", 5, 5, handleRebateRecords),
 	}
+	eps = append(eps, contractTradeEndpoints(pub, sig)...)
+	eps = append(eps, contractAccountEndpoints(pub, sig)...)
+	return eps
 }
 
 // methodLabels bound the method label of the answers to requests no route

@@ -87,8 +87,10 @@ type Server struct {
 	keys          *keyTable
 	coins         []engine.Coin
 	specs         []*engine.MarketSpec
-	markets       []*market // by engine.MarketID
+	markets       []*market // spot markets, by engine.MarketID
 	bySymbol      map[string]*market
+	contracts     []*contract // by engine.MarketID - engine.ContractBase
+	byV3, byV2    map[string]*contract
 	ipLim         *limiter
 	uidLim        *limiter
 	recvWindowMs  int64
@@ -140,18 +142,25 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: o.Config, keys: newKeyTable(), coins: coins, specs: specs,
-		bySymbol: map[string]*market{}, ipLim: newLimiter(), uidLim: newLimiter(),
+		bySymbol: map[string]*market{}, byV3: map[string]*contract{}, byV2: map[string]*contract{}, ipLim: newLimiter(), uidLim: newLimiter(),
 		recvWindowMs: o.RecvWindow.Milliseconds(), waitTimeout: o.WaitTimeout,
 		adminToken: []byte(o.AdminToken), log: o.Logger, clock: o.DevClock}
 	s.maxConns, s.maxConnsPerIP = connBounds(&o)
-	for i, sp := range specs {
+	for i := range o.Config.Spot {
+		sp := specs[i]
 		m := &market{spec: sp, cfg: &o.Config.Spot[i]}
 		m.info = s.appendSymbolInfo(nil, m)
 		s.markets = append(s.markets, m)
 		s.bySymbol[sp.Symbol] = m
 	}
+	for i := range o.Config.Contracts {
+		k := &contract{spec: specs[engine.ContractBase+engine.MarketID(i)], cfg: &o.Config.Contracts[i]}
+		k.info = s.appendContractInfo(nil, k)
+		s.contracts = append(s.contracts, k)
+		s.byV3[k.spec.V3Symbol], s.byV2[k.spec.Symbol] = k, k
+	}
 	s.coinsBody = s.appendCoins(nil)
-	s.accountHead = appendAccountHead(nil, specs)
+	s.accountHead = appendAccountHead(nil, specs[:len(o.Config.Spot)])
 	reg, durations := newRegistry()
 	s.registry = reg
 	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint, durations)
@@ -227,6 +236,11 @@ func (s *Server) bootstrap(seeding bool) error {
 	if err := add(s.cfg.FeeUID, false, 0, 0); err != nil {
 		return err
 	}
+	if s.cfg.InsuranceUID != 0 {
+		if err := add(s.cfg.InsuranceUID, false, 0, 0); err != nil {
+			return err
+		}
+	}
 	// Brokers first: a user's referral counts only if its broker is
 	// registered before it.
 	for _, brokers := range []bool{true, false} {
@@ -248,20 +262,24 @@ func (s *Server) bootstrap(seeding bool) error {
 		if !seeding {
 			continue
 		}
-		for ci, co := range s.cfg.Coins { // config order: deterministic
-			amt, ok := u.Deposits[co.Coin]
+		for k := 0; k < 2*len(s.cfg.Coins); k++ { // config order, spot then futures: deterministic
+			co, coin, deps := s.cfg.Coins[k%len(s.cfg.Coins)], engine.CoinID(k%len(s.cfg.Coins)), u.Deposits
+			if k >= len(s.cfg.Coins) {
+				coin, deps = coin|engine.Futures, u.FuturesDeposits
+			}
+			amt, ok := deps[co.Coin]
 			if !ok {
 				continue
 			}
 			// Before seeding is done nothing but these deposits moves
 			// money (nothing is served yet), so a balance means that an
 			// earlier start credited it before it was cut short.
-			if avail, frozen := acc.Balance(idx, engine.CoinID(ci)); avail+frozen != 0 {
+			if avail, frozen := acc.Balance(idx, coin); avail+frozen != 0 {
 				continue
 			}
 			v, _ := engine.ParseFixed([]byte(amt), co.Scale)
 			r := core.AcquireRequest()
-			r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: idx, UID: u.UID, Coin: engine.CoinID(ci), Amount: engine.Amount(v)}
+			r.Cmd = engine.Cmd{Kind: engine.CmdDeposit, User: idx, UID: u.UID, Coin: coin, Amount: engine.Amount(v)}
 			if err := s.run(r); err != nil {
 				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, err.msg)
 			}

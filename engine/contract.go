@@ -569,7 +569,7 @@ func (e *Engine) transfer(c *Cmd) Reject {
 // then side order.
 func (e *Engine) Positions(u UserIdx, id MarketID, dst []PositionView) []PositionView {
 	for _, m := range e.owned {
-		if m.ct == nil || id != AllMarkets && m.spec.ID != id {
+		if m.ct == nil || id != AllMarkets && id != AllContracts && m.spec.ID != id {
 			continue
 		}
 		a := m.acct(u)

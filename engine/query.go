@@ -3,12 +3,17 @@ package engine
 // AllMarkets asks OpenOrders for every market the engine owns.
 const AllMarkets MarketID = 0xFFFF
 
+// AllContracts asks the same of the ledger engine, which owns every
+// contract market (the runtime routes it there).
+const AllContracts MarketID = 0xFFFE
+
 // OpenOrders appends user u's working orders in market id (or AllMarkets),
 // oldest first, to dst.
 func (e *Engine) OpenOrders(u UserIdx, id MarketID, dst []OrderView) []OrderView {
 	start := len(dst)
+	all := id == AllMarkets || id == AllContracts
 	for _, m := range e.owned {
-		if id != AllMarkets && m.spec.ID != id {
+		if !all && m.spec.ID != id {
 			continue
 		}
 		ul := m.list(u)
@@ -19,7 +24,7 @@ func (e *Engine) OpenOrders(u UserIdx, id MarketID, dst []OrderView) []OrderView
 			dst = append(dst, e.view(h))
 		}
 	}
-	if id == AllMarkets {
+	if all {
 		SortOrders(dst[start:])
 	}
 	return dst

@@ -339,8 +339,22 @@ func (s *Store) eachUserBlock(uid, startMs, endMs int64, reverse bool, f func(d 
 
 var errCorruptBlock = fmt.Errorf("%w: history block", ErrCorrupt)
 
-// CoinAll asks Bills for every coin.
-const CoinAll = -1
+// CoinAll asks Bills for every coin's spot wallet, CoinAllFutures for
+// every futures wallet; a single wallet is asked for by its CoinID.
+const (
+	CoinAll        = -1
+	CoinAllFutures = -3
+)
+
+func coinMatch(want int, c engine.CoinID) bool {
+	switch want {
+	case CoinAll:
+		return !c.IsFutures()
+	case CoinAllFutures:
+		return c.IsFutures()
+	}
+	return int(c) == want
+}
 
 // BizSet is a set of bill types (Biz); 0 is every type.
 type BizSet uint32
@@ -384,7 +398,7 @@ func (s *Store) Bills(uid int64, coin int, biz BizSet, startMs, endMs int64, off
 		}
 		for i := len(block) - 1; i >= 0; i-- { // newest first
 			b := &block[i]
-			if coin != CoinAll && int(b.Coin) != coin || biz != 0 && biz&Biz(b.Biz) == 0 {
+			if !coinMatch(coin, b.Coin) || biz != 0 && biz&Biz(b.Biz) == 0 {
 				continue
 			}
 			if offset > 0 {

@@ -19,7 +19,7 @@ func ServerConfig(markets []load.Market, adminToken string) ([]byte, error) {
 		// Disabled, and huge in case a server ignores the switch: the
 		// benchmark measures the order path, not the limiter's refusals.
 		RateLimits: config.RateLimits{IPWeight: 1 << 40, UIDWeight: 1 << 40, Enabled: false},
-		Contracts:  []any{},
+		Contracts:  []config.ContractConfig{},
 		Users:      []config.UserConfig{},
 	}
 	seen := map[string]bool{}

@@ -132,7 +132,7 @@ func run() int {
 	s.ServeAdmin()
 	coins, specs, _ := cfg.EngineSpecs()
 	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: tuning},
-		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID},
+		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID, InsuranceUID: cfg.InsuranceUID},
 		core.Options{Logger: logger, OnAddUser: s.OnAddUser, Clock: clockNow})
 	if err != nil {
 		s.Shutdown(5 * time.Second)
