@@ -26,8 +26,8 @@ var Default []byte
 // Config is the server configuration file. Unknown keys are an error
 // naming the key's path.
 type Config struct {
-	AdminToken string       `json:"admin_token"`
-	FeeUID     int64        `json:"fee_uid"`
+	AdminToken string `json:"admin_token"`
+	FeeUID     int64  `json:"fee_uid"`
 	// InsuranceUID is the account that pays contract losses beyond a
 	// bankrupt position's margin; required when there are contracts.
 	InsuranceUID int64            `json:"insurance_uid"`
@@ -104,7 +104,7 @@ type UserConfig struct {
 	Deposits    map[string]string `json:"deposits"`
 	// FuturesDeposits are credited like Deposits, into the futures wallets.
 	FuturesDeposits map[string]string `json:"futuresDeposits"`
-	UIDWeight   int64             `json:"uid_weight_per_10s"`
+	UIDWeight       int64             `json:"uid_weight_per_10s"`
 
 	Rate int64 `json:"-"` // RebateRate in engine.RateOne units
 }

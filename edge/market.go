@@ -22,7 +22,6 @@ func handlePing(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *api
 	return nil
 }
 
-
 func handleCoins(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	if e := checkArgs(ctx); e != nil {
 		return e

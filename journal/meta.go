@@ -17,13 +17,13 @@ import (
 // (so the audit tool replays without a config, and a restart refuses a
 // config that renumbers what the journal refers to).
 type meta struct {
-	Version int                  `json:"version"`
-	Shards  int                  `json:"shards"`
-	FeeUID  int64                `json:"feeUid"`
+	Version int   `json:"version"`
+	Shards  int   `json:"shards"`
+	FeeUID  int64 `json:"feeUid"`
 	// InsuranceUID is fixed once set, like FeeUID: replay pays losses from it.
-	InsuranceUID int64 `json:"insuranceUid,omitempty"`
-	Coins   []engine.Coin        `json:"coins"`
-	Markets []*engine.MarketSpec `json:"markets"`
+	InsuranceUID int64                `json:"insuranceUid,omitempty"`
+	Coins        []engine.Coin        `json:"coins"`
+	Markets      []*engine.MarketSpec `json:"markets"`
 	// Seeding is set when the directory is created and cleared by
 	// Store.Seeded once its owner has applied its initial commands (the
 	// config's deposits): a crash in between leaves it set.

@@ -60,7 +60,7 @@ const (
 	fReferrer
 	fText
 	fFlags // contracts: Pos | Mode<<2
-	fAll = 1<<11 - 1
+	fAll   = 1<<11 - 1
 )
 
 // appendCmd encodes c.
