@@ -17,6 +17,7 @@ type bench struct {
 	cl    *enginetest.Cluster
 	e     *engine.Engine
 	out   engine.Out
+	ctOut engine.Out // the ledger's, in the contract world (each shard has its own Out)
 	seq   uint64
 	users int
 	// rec, when set, gets a copy of every command applied to e, as it was
@@ -38,12 +39,34 @@ func newBench(tb testing.TB, users int) *bench {
 }
 
 func (bn *bench) apply(e *engine.Engine, c engine.Cmd) {
-	if bn.rec != nil && e == bn.e {
+	if bn.rec != nil && (e == bn.e || c.Market >= engine.ContractBase && c.Kind <= engine.CmdCancelAll) {
 		*bn.rec = append(*bn.rec, c)
 	}
 	bn.seq++
-	e.Apply(&c, bn.seq, int64(bn.seq), &bn.out)
+	out := &bn.out
+	if e == bn.cl.Ledger && c.Market >= engine.ContractBase {
+		out = &bn.ctOut
+	}
+	e.Apply(&c, bn.seq, int64(bn.seq), out)
 	e.Flush()
+}
+
+// newCtBench is newBench over the contract world (NewContractCluster):
+// the users' futures USDT and BTC wallets are funded too.
+func newCtBench(tb testing.TB, users int) *bench {
+	bn := &bench{cl: enginetest.NewContractCluster(1), users: users}
+	bn.e = bn.cl.Engines[0]
+	for i := 0; i < users; i++ {
+		uid := int64(enginetest.FeeUID + i)
+		bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdAddUser, UID: uid})
+		for c := engine.CoinID(0); c < 3; c++ {
+			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c, Amount: 1 << 52})
+		}
+		for c := engine.CoinID(0); c < 2; c++ {
+			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c | engine.Futures, Amount: 1 << 52})
+		}
+	}
+	return bn
 }
 
 func (bn *bench) user(i int) (engine.UserIdx, int64) {
@@ -117,6 +140,76 @@ func TestAllocsHotPath(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(2000, cycle); n != 0 {
 		t.Errorf("hot path (11 commands: place resting, cancel, place, IOC taking it, place, crossing place resting, cancel, place, market taking it, place, IOC expiring it by self-trade prevention): got %v allocs per cycle, want 0", n)
+	}
+}
+
+// TestAllocsContractHotPath: in steady state, contract commands on the
+// ledger allocate nothing either: an open resting and cancelled, an open
+// taken by an opening IOC (both sides open), closes of both positions (a
+// resting close taken by a closing market order), and self-trade
+// prevention between a user's open and its own close.
+func TestAllocsContractHotPath(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	bn := newCtBench(t, 64)
+	led := bn.cl.Ledger
+	const mid, ct = 60_000, engine.ContractBase // 30000 at tick 0.5
+	place := func(u int, sd engine.Side, p engine.PosSide, tif engine.TIF, price engine.Price, q engine.Qty) {
+		ui, uid := bn.user(u)
+		c := engine.Cmd{Kind: engine.CmdPlace, User: ui, UID: uid, Market: ct, Side: sd, Pos: p, Type: engine.Limit, TIF: tif, Price: price, Qty: q}
+		if price == 0 {
+			c.Type = engine.Market
+		}
+		bn.apply(led, c)
+		if bn.ctOut.Reject != engine.OK {
+			t.Fatalf("%+v: %v", c, bn.ctOut.Reject)
+		}
+	}
+	// a book of a few hundred opens on both sides
+	for i := 0; i < 400; i++ {
+		place(i, engine.Buy, engine.Long, engine.GTC, mid-10-engine.Price(i%50), 10+engine.Qty(i%7))
+		place(i+1, engine.Sell, engine.Short, engine.GTC, mid+10+engine.Price(i%50), 10+engine.Qty(i%7))
+	}
+	k := 0
+	cycle := func() {
+		k++
+		a, b := 2*k, 2*k+1
+		// an open resting, then cancelled by id
+		place(a, engine.Buy, engine.Long, engine.GTC, mid-3, 10)
+		id := bn.ctOut.Order().OrderID
+		ui, uid := bn.user(a)
+		bn.apply(led, engine.Cmd{Kind: engine.CmdCancel, User: ui, UID: uid, Market: ct, OrderID: id})
+		if bn.ctOut.Reject != engine.OK {
+			t.Fatalf("cancel %d: %v", id, bn.ctOut.Reject)
+		}
+		// b opens SHORT resting, a opens LONG taking it
+		place(b, engine.Sell, engine.Short, engine.GTC, mid, 20)
+		place(a, engine.Buy, engine.Long, engine.IOC, mid, 20)
+		if len(bn.ctOut.Trades) != 1 {
+			t.Fatalf("opening IOC: %d trades", len(bn.ctOut.Trades))
+		}
+		// a closes its LONG resting, b closes its SHORT by a market buy
+		place(a, engine.Sell, engine.Long, engine.GTC, mid, 20)
+		place(b, engine.Buy, engine.Short, engine.GTC, 0, 20)
+		if len(bn.ctOut.Trades) != 1 || bn.ctOut.Trades[0].TakerPos != engine.Short {
+			t.Fatalf("closing market order: %+v", bn.ctOut.Trades)
+		}
+		// self-trade prevention: a's open bid expired by a's own SHORT open IOC
+		place(a, engine.Buy, engine.Long, engine.GTC, mid-1, 10)
+		place(a, engine.Sell, engine.Short, engine.IOC, mid-1, 10)
+		if len(bn.ctOut.Updates) != 2 || bn.ctOut.Updates[0].Status != engine.StatusExpired {
+			t.Fatalf("self-trade: %+v", bn.ctOut.Updates)
+		}
+	}
+	for i := 0; i < 2000; i++ { // warm-up: every user has its account, every buffer its size
+		cycle()
+	}
+	if n := testing.AllocsPerRun(2000, cycle); n != 0 {
+		t.Errorf("contract hot path (8 commands: open resting, cancel, open resting, opening IOC taking it, close resting, closing market order taking it, open resting, IOC expiring it by self-trade prevention): got %v allocs per cycle, want 0", n)
+	}
+	if err := engine.CheckInvariants(bn.cl.Acc, bn.cl.All); err != nil {
+		t.Fatal(err)
 	}
 }
 
