@@ -52,7 +52,9 @@ func (bn *bench) apply(e *engine.Engine, c engine.Cmd) {
 }
 
 // newCtBench is newBench over the contract world (NewContractCluster):
-// the users' futures USDT and BTC wallets are funded too.
+// the users' futures USDT and BTC wallets are funded too (2^51 spot and
+// 2^50 futures each: a coin's supply is capped at 2^62 for 1024 users of
+// 2^52).
 func newCtBench(tb testing.TB, users int) *bench {
 	bn := &bench{cl: enginetest.NewContractCluster(1), users: users}
 	bn.e = bn.cl.Engines[0]
@@ -60,10 +62,13 @@ func newCtBench(tb testing.TB, users int) *bench {
 		uid := int64(enginetest.FeeUID + i)
 		bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdAddUser, UID: uid})
 		for c := engine.CoinID(0); c < 3; c++ {
-			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c, Amount: 1 << 52})
+			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c, Amount: 1 << 51})
 		}
 		for c := engine.CoinID(0); c < 2; c++ {
-			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c | engine.Futures, Amount: 1 << 52})
+			bn.apply(bn.cl.Ledger, engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: engine.UserIdx(i), Coin: c | engine.Futures, Amount: 1 << 50})
+			if bn.out.Reject != engine.OK {
+				tb.Fatalf("futures deposit: %v", bn.out.Reject)
+			}
 		}
 	}
 	return bn
