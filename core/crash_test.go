@@ -49,8 +49,34 @@ const (
 )
 
 func crashOptions(dir string) testOpts {
-	return testOpts{Dir: dir, Shards: 2, Coins: enginetest.SmallCoins(), Markets: enginetest.SmallSpecs(3), FeeUID: feeUID, SnapshotEvery: 4000}
+	return testOpts{Dir: dir, Shards: 2, Coins: enginetest.SmallCoins(), Markets: crashMarkets(), FeeUID: feeUID,
+		InsuranceUID: crashInsurance, SnapshotEvery: 4000}
 }
+
+// crashMarkets are the three small spot markets and a BTCUSDT perpetual
+// (tick 0.01, step 0.0001, leverage 1-100), which the ledger shard owns.
+func crashMarkets() []*engine.MarketSpec {
+	coins := enginetest.SmallCoins()
+	ct, err := engine.NewContractSpec(crashContract, engine.ContractConfig{Symbol: "BTCUSDT", V2Symbol: "cmt_btcusdt", ContractID: 1,
+		BaseAsset: "BTC", QuoteAsset: "USDT", MarginAsset: "USDT", ContractVal: "1", TickSize: "0.01", StepSize: "0.0001",
+		MinOrderSize: "0.0001", MaxOrderSize: "1000", MaxPositionSize: "1000", MakerFeeRate: "0.0002", TakerFeeRate: "0.0006",
+		MinLeverage: 1, MaxLeverage: 100, DefaultLeverage: 20, MaintenanceMarginRate: "0.005",
+		BuyLimitPriceRatio: "0.5", SellLimitPriceRatio: "0.5", MarketFallbackPriceRatio: "0.05",
+		FundingIntervalHours: 8, InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true}, coins[0], coins[2])
+	if err != nil {
+		panic(err)
+	}
+	specs := make([]*engine.MarketSpec, crashContract+1)
+	copy(specs, enginetest.SmallSpecs(3))
+	specs[crashContract] = ct
+	return specs
+}
+
+const (
+	crashContract  = engine.ContractBase
+	crashInsurance = 101 // the first user doubles as the insurance account
+	usdt           = engine.CoinID(2)
+)
 
 // TestCrashChild is the child process; it is skipped in a normal run.
 func TestCrashChild(t *testing.T) {
@@ -344,8 +370,23 @@ func TestCrash(t *testing.T) {
 		}
 	}
 	tags, seqs, _ := journalTags(t, dir)
-	t.Logf("%d kills in %v: %d commands sent, %d acknowledged, %d journaled, last seqs %v",
-		iters, time.Since(t0).Round(time.Millisecond), len(log.sent), len(log.acked), len(tags), seqs[:3])
+	// the mix must have exercised contracts: positions open, futures money
+	st, err := loadRO(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	positions, funded := 0, 0
+	for u := 0; u < st.Accounts.NumUsers(); u++ {
+		positions += len(st.Engines[len(st.Engines)-1].Positions(engine.UserIdx(u), engine.AllContracts, nil))
+		if st.Accounts.Total(engine.UserIdx(u), usdt|engine.Futures) > 0 {
+			funded++
+		}
+	}
+	if positions == 0 || funded == 0 {
+		t.Fatalf("the load opened no contract position (%d) or funded no futures wallet (%d)", positions, funded)
+	}
+	t.Logf("%d kills in %v: %d commands sent, %d acknowledged, %d journaled, last seqs %v; %d positions, %d futures wallets at the end",
+		iters, time.Since(t0).Round(time.Millisecond), len(log.sent), len(log.acked), len(tags), seqs[:3], positions, funded)
 }
 
 // TestCrashCheckerCatchesEarlyAck runs the deliberately broken variant
@@ -403,6 +444,28 @@ func randomCmd(rng *rand.Rand, u engine.UserIdx, uid int64, working *[]engine.Cm
 		*working = w[:len(w)-1]
 	case p < 37:
 		c = engine.Cmd{Kind: engine.CmdCancelAll, User: u, UID: uid, Market: engine.MarketID(rng.Intn(3))}
+	case p < 45: // contracts: about a third of the commands
+		c = engine.Cmd{Kind: engine.CmdTransfer, User: u, UID: uid, Coin: usdt | engine.Futures, Amount: engine.Amount(1 + rng.Int63n(20_000_000_000))}
+		if rng.Intn(3) == 0 {
+			c.Coin = usdt
+		}
+	case p < 47:
+		c = engine.Cmd{Kind: engine.CmdLeverage, User: u, UID: uid, Market: crashContract, Amount: engine.Amount(rng.Intn(120)), Pos: engine.PosSide(rng.Intn(3))}
+	case p < 48:
+		c = engine.Cmd{Kind: engine.CmdMarginMode, User: u, UID: uid, Market: crashContract, Mode: engine.MarginMode(1 + rng.Intn(2))}
+	case p < 49:
+		c = engine.Cmd{Kind: engine.CmdPositionMargin, User: u, UID: uid, Market: crashContract, Pos: engine.PosSide(1 + rng.Intn(2)),
+			Amount: engine.Amount(rng.Int63n(2_000_000) - 1_000_000)}
+	case p < 68:
+		c = engine.Cmd{Kind: engine.CmdPlace, User: u, UID: uid, Market: crashContract, Side: engine.Side(1 + rng.Intn(2)),
+			Pos: engine.PosSide(1 + rng.Intn(2)), Type: engine.Limit, TIF: engine.GTC,
+			Price: engine.Price(9900 + rng.Intn(200)), Qty: engine.Qty(1 + rng.Intn(5000))}
+		if rng.Intn(10) == 0 {
+			c.TIF = engine.IOC
+		}
+		if rng.Intn(20) == 0 {
+			c.Type, c.TIF, c.Price = engine.Market, 0, 0
+		}
 	default:
 		side := engine.Side(1 + rng.Intn(2))
 		m := engine.MarketID(rng.Intn(3))

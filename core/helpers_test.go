@@ -29,6 +29,7 @@ type testOpts struct {
 	Coins            []engine.Coin
 	Markets          []*engine.MarketSpec
 	FeeUID           int64
+	InsuranceUID     int64
 	Logf             func(format string, args ...any) // nil: discard
 	RingSize         int
 	SnapshotEvery    int
@@ -50,7 +51,7 @@ func testOptions(tb testing.TB, dir string) testOpts {
 func openNode(o testOpts) (*Node, error) {
 	log := testLogger(o.Logf)
 	return Start(journal.Options{Dir: o.Dir, Tuning: walio.All(), Reserve: o.Reserve},
-		journal.LoadOptions{Shards: o.Shards, Coins: o.Coins, Markets: o.Markets, FeeUID: o.FeeUID, FullReplay: o.FullReplay},
+		journal.LoadOptions{Shards: o.Shards, Coins: o.Coins, Markets: o.Markets, FeeUID: o.FeeUID, InsuranceUID: o.InsuranceUID, FullReplay: o.FullReplay},
 		Options{RingSize: o.RingSize, SnapshotEvery: o.SnapshotEvery, SnapshotInterval: o.SnapshotInterval,
 			PinCPUs: o.PinCPUs, Logger: log, OnAddUser: o.OnAddUser, Clock: o.Clock, SettleEvery: o.SettleEvery})
 }
