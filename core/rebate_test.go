@@ -199,3 +199,77 @@ func balances(tb testing.TB, n *Node, u engine.UserIdx) []engine.Amount {
 	}
 	return out
 }
+
+// TestFuturesRebates: a referred user's contract fees accrue to its broker
+// as product FUTURES; settlement pays the commission from the fee
+// account's futures wallet, where contract fees are paid, to the broker's
+// spot wallet.
+func TestFuturesRebates(t *testing.T) {
+	dir := t.TempDir()
+	day := int32(20_000)
+	var clock atomic.Int64
+	clock.Store(int64(day)*dayMs + 10*3_600_000)
+	o := testOptions(t, dir)
+	o.Markets, o.Clock = crashMarkets(), clock.Load
+	n, err := openNode(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(uid int64, broker bool, rate int64, referrer int64) engine.UserIdx {
+		out, _ := do(t, n, engine.Cmd{Kind: engine.CmdAddUser, UID: uid, Broker: broker, Amount: engine.Amount(rate), Referrer: referrer})
+		mustOK(t, "add user", out)
+		return engine.UserIdx(n.Accounts().NumUsers() - 1)
+	}
+	user(feeUID, false, 0, 0)
+	broker := user(500, true, 50_000_000, 0) // 50%
+	x := user(100, false, 0, 500)
+	w := user(400, false, 0, 0)
+	for _, u := range []struct {
+		idx engine.UserIdx
+		uid int64
+	}{{x, 100}, {w, 400}} {
+		mustOK(t, "deposit", first(do(t, n, engine.Cmd{Kind: engine.CmdDeposit, User: u.idx, UID: u.uid, Coin: usdt | engine.Futures, Amount: 1000e6})))
+	}
+	// X opens LONG 0.5 at 100.00 as maker (fee 0.02% of 50 USDT: 0.01),
+	// W opens SHORT as taker (0.06%: 0.03, W has no broker).
+	mustOK(t, "place", first(do(t, n, engine.Cmd{Kind: engine.CmdPlace, User: x, UID: 100, Market: crashContract, Side: engine.Buy,
+		Pos: engine.Long, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 5000})))
+	mustOK(t, "place", first(do(t, n, engine.Cmd{Kind: engine.CmdPlace, User: w, UID: 400, Market: crashContract, Side: engine.Sell,
+		Pos: engine.Short, Type: engine.Limit, TIF: engine.GTC, Price: 10000, Qty: 5000})))
+	feeBefore, err := n.FuturesBalances(0, deadline(), nil)
+	if err != nil || feeBefore[usdt].Avail != 40_000 {
+		t.Fatalf("fee account's futures USDT %+v %v, want 0.04 in fees", feeBefore, err)
+	}
+	clock.Store(int64(day+1)*dayMs + 1000)
+	if res, err := n.SettleRebates(day, day, deadline()); err != nil || res != (Settled{Paid: 1}) {
+		t.Fatalf("settle: got %+v %v, want 1 paid", res, err)
+	}
+	var got []journal.RebateRecord
+	if err := n.Store().RebateRecords(500, day-1, day+1, func(r *journal.RebateRecord) bool { got = append(got, *r); return true }); err != nil {
+		t.Fatal(err)
+	}
+	want := journal.RebateRecord{BrokerUID: 500, Day: day, Product: journal.ProductFutures, Market: crashContract, Coin: usdt,
+		Deal: 50_000_000, Fee: 10_000, Rate: 50_000_000, Commission: 5_000, USDT: 5_000, SettledMs: clock.Load()}
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("records:\n got %+v\nwant %+v", got, want)
+	}
+	if b := balances(t, n, broker); b[usdt] != 5_000 {
+		t.Fatalf("broker's spot USDT %d, want 5000", b[usdt])
+	}
+	fee, _ := n.FuturesBalances(0, deadline(), nil)
+	if fee[usdt].Avail != 35_000 {
+		t.Fatalf("fee account's futures USDT %d, want 35000", fee[usdt].Avail)
+	}
+	// settling again pays nothing more
+	if res, err := n.SettleRebates(day, day, deadline()); err != nil || res.Paid != 0 {
+		t.Fatalf("second settle: %+v %v", res, err)
+	}
+	live, _, err := n.State(deadline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	if hashRO(t, dir, true) != live {
+		t.Fatal("a full replay gives another state hash")
+	}
+}

@@ -64,10 +64,6 @@ func handleRebateRecords(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *c
 	if broker, _ := s.node.Accounts().Broker(c.user); !broker {
 		return errNotBroker
 	}
-	m, e := s.argSymbol(ctx, false)
-	if e != nil {
-		return e
-	}
 	product := journal.ProductSpot
 	if args := ctx.QueryArgs(); args.Has("productType") {
 		switch string(args.Peek("productType")) {
@@ -76,6 +72,27 @@ func handleRebateRecords(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *c
 			product = journal.ProductFutures
 		default:
 			return newErr(400, codeParam, "productType must be SPOT or FUTURES")
+		}
+	}
+	// the symbol names a spot market, or with productType FUTURES a
+	// contract (its V3 name)
+	var symbolID engine.MarketID
+	hasSymbol := false
+	if product == journal.ProductFutures {
+		if sym := ctx.QueryArgs().Peek("symbol"); len(sym) > 0 {
+			k := s.contractV3(sym)
+			if k == nil {
+				return errSymbolInvalid
+			}
+			symbolID, hasSymbol = k.spec.ID, true
+		}
+	} else {
+		m, e := s.argSymbol(ctx, false)
+		if e != nil {
+			return e
+		}
+		if m != nil {
+			symbolID, hasSymbol = m.spec.ID, true
 		}
 	}
 	coin := -1
@@ -124,7 +141,7 @@ func handleRebateRecords(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *c
 	b := st.buf
 	var body []byte
 	err := s.store.RebateRecords(c.uid, start, end, func(r *journal.RebateRecord) bool {
-		if r.Product != product || m != nil && r.Market != m.spec.ID || coin >= 0 && int(r.Coin) != coin {
+		if r.Product != product || hasSymbol && r.Market != symbolID || coin >= 0 && int(r.Coin) != coin {
 			return true
 		}
 		total++
@@ -158,6 +175,8 @@ func (s *Server) appendRebate(b []byte, r *journal.RebateRecord) []byte {
 	symbol := fmt.Sprintf("market%d", r.Market)
 	if int(r.Market) < len(s.markets) {
 		symbol = s.markets[r.Market].spec.Symbol
+	} else if k := s.contractOf(r.Market); k != nil {
+		symbol = k.spec.V3Symbol
 	}
 	co := &s.coins[r.Coin]
 	b = append(b, `{"symbol":`...)

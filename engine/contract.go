@@ -322,9 +322,13 @@ func (e *Engine) fillContract(m *market, t *order, mh handle, mk *order, p Price
 	}
 	m.last = p
 	m.nextTrade++
+	buyer, seller := t.user, mk.user
+	if t.side == Sell {
+		buyer, seller = seller, buyer
+	}
 	e.out.Trades = append(e.out.Trades, Trade{TradeID: m.nextTrade<<10 | int64(s.ID), Market: s.ID, TimeMs: e.timeMs,
 		Price: p, Qty: q, Quote: notional, TakerSide: t.side, MakerOrder: mk.id, TakerOrder: t.id,
-		MakerUID: mk.uid, TakerUID: t.uid, TakerFee: tf, MakerFee: mf,
+		MakerUID: mk.uid, TakerUID: t.uid, TakerFee: tf, MakerFee: mf, BuyerUser: buyer, SellerUser: seller,
 		BaseCoin: s.Margin, QuoteCoin: s.Margin, TakerPos: t.pos, MakerPos: mk.pos, TakerPnl: tpnl, MakerPnl: mpnl})
 	if mk.status != StatusFilled {
 		e.update(mh, mk)

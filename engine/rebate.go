@@ -18,8 +18,10 @@ import (
 //	Amount     the commission (>= 0)
 //	OrderID    the UTC day (days since 1970-01-01) << 1 | product (0 spot, 1 futures)
 //
-// It moves Amount from the fee account's available balance to the broker
-// (a rebate bill on each side) and marks the (day, broker, market,
+// It moves Amount from the fee account's available balance to the broker's
+// spot wallet (a rebate bill on each side); futures fees were paid into
+// the fee account's futures wallet, so a futures commission comes out of
+// that and marks the (day, broker, market,
 // product) settled: a second CmdRebate for it is RejectAlreadySettled and
 // pays nothing. Not enough available in the fee account (withdrawn by an
 // operator) is RejectInsufficientBalance, and nothing is marked.
@@ -51,12 +53,15 @@ func (e *Engine) rebate(c *Cmd) Reject {
 		return RejectAlreadySettled
 	}
 	if c.Amount > 0 {
-		fee := e.feeUser()
-		if !e.reserve(c, fee, c.Coin, c.Amount) {
+		fee, from := e.feeUser(), c.Coin
+		if k.Product == 1 {
+			from |= Futures
+		}
+		if !e.reserve(c, fee, from, c.Amount) {
 			return RejectInsufficientBalance
 		}
 		e.out.BillID = BillID(e.seq, e.nbills, e.shard)
-		e.bill(fee, c.Coin, BizRebate, -c.Amount, 0, c.Market, 0, 0)
+		e.bill(fee, from, BizRebate, -c.Amount, 0, c.Market, 0, 0)
 		e.bill(c.User, c.Coin, BizRebate, c.Amount, 0, c.Market, 0, 0)
 		e.credit(c.User, c.Coin, c.Amount)
 	}

@@ -60,16 +60,21 @@ func (w *Writer) accrue(o *engine.Out) {
 	for i := range o.Trades {
 		t := &o.Trades[i]
 		s := w.specs[t.Market]
-		buyerFee, sellerFee := t.TakerFee, t.MakerFee // the buyer's is in the base coin, the seller's in quote
+		buyerFee, sellerFee := t.TakerFee, t.MakerFee // spot: the buyer's is in the base coin, the seller's in quote
 		if t.TakerSide == engine.Sell {
 			buyerFee, sellerFee = t.MakerFee, t.TakerFee
 		}
+		product := ProductSpot
+		if s.Contract { // both fees in the margin coin, the quote coin
+			product = ProductFutures
+		} else {
+			buyerFee, _ = s.BaseValue(buyerFee, t.Price) // a fee is far below an overflow
+		}
 		if b, _, ok := w.refs.Referral(t.BuyerUser); ok {
-			v, _ := s.BaseValue(buyerFee, t.Price) // a fee is far below an overflow
-			w.addAccrual(accrualKey{b, ProductSpot, t.Market}, t.Quote, v)
+			w.addAccrual(accrualKey{b, product, t.Market}, t.Quote, buyerFee)
 		}
 		if b, _, ok := w.refs.Referral(t.SellerUser); ok {
-			w.addAccrual(accrualKey{b, ProductSpot, t.Market}, t.Quote, sellerFee)
+			w.addAccrual(accrualKey{b, product, t.Market}, t.Quote, sellerFee)
 		}
 	}
 }
