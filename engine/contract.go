@@ -235,10 +235,23 @@ func openHold(s *MarketSpec, p Price, q Qty, lev int32) (Amount, bool) {
 	if !ok {
 		return 0, false
 	}
-	return ceilDiv(n, Amount(lev)) + Fee(n, s.TakerRate), true
+	im, fee := ceilDiv(n, Amount(lev)), Fee(n, s.TakerRate)
+	if im > maxAmount-fee {
+		return 0, false
+	}
+	return im + fee, true
 }
 
-func ceilDiv(a, b Amount) Amount { return (a + b - 1) / b }
+const maxAmount = Amount(1<<63 - 1)
+
+// ceilDiv is ceil(a/b) for a >= 0, b > 0, without overflow.
+func ceilDiv(a, b Amount) Amount {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
 
 // contractHold validates the contract part of a CmdPlace and returns what
 // it reserves (opens) in the margin wallet. It changes nothing.
@@ -258,7 +271,11 @@ func (e *Engine) contractHold(c *Cmd, m *market, limit Price) (Amount, Reject) {
 		}
 		return 0, OK
 	}
-	if a := m.acct(c.User); a != nil && a.pos[c.Pos-1].size > s.MaxPosQty-c.Qty {
+	var size Qty
+	if a := m.acct(c.User); a != nil {
+		size = a.pos[c.Pos-1].size
+	}
+	if c.Qty > s.MaxPosQty-size {
 		return 0, RejectPositionTooLarge
 	}
 	if limit == 0 {
