@@ -7,9 +7,8 @@ import (
 	"github.com/weexcore/exchange/engine"
 )
 
-// Engine bugs found by the contract reference model, each a failing
-// minimal test skipped until engine/*.go is fixed (this file's author may
-// not edit the engine's code). Remove the t.Skip to see it fail.
+// Engine bugs the contract reference model found, each kept as a minimal
+// regression test.
 
 // bugWorld is one engine owning the contract of ctConfig and a BTCUSDT
 // spot market (id 1), with users 1 (fees), 2 (insurance), 10, 11, 12 funded in
