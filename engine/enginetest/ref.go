@@ -461,8 +461,8 @@ func (r *Ref) withdraw(c *engine.Cmd) engine.Reject {
 	return engine.OK
 }
 
-// rebate pays a broker's commission from the fee account, once per
-// (day, broker, market, product).
+// rebate pays a broker's commission from the fee account (its futures
+// wallet for product 1, futures), once per (day, broker, market, product).
 func (r *Ref) rebate(c *engine.Cmd) engine.Reject {
 	if int(c.Coin) >= len(r.Coins) {
 		return engine.RejectUnknownCoin
@@ -478,13 +478,20 @@ func (r *Ref) rebate(c *engine.Cmd) engine.Reject {
 		return engine.RejectAlreadySettled
 	}
 	if c.Amount > 0 {
+		// a futures commission comes out of the fee account's futures
+		// wallet, where contract fees are paid; it goes to the broker's
+		// spot wallet either way
+		from := c.Coin
+		if k.Product == 1 {
+			from |= engine.Futures
+		}
 		fee, ok := r.Lookup(r.FeeUID)
-		if !ok || r.Bal[fee][c.Coin].Avail < int64(c.Amount) {
+		if !ok || r.cell(fee, from).Avail < int64(c.Amount) {
 			return engine.RejectInsufficientBalance
 		}
 		r.out.BillID = engine.BillID(r.seq, r.k, r.shard)
-		r.Bal[fee][c.Coin].Avail -= int64(c.Amount)
-		r.bill(fee, c.Coin, engine.BizRebate, -int64(c.Amount), 0, c.Market, 0, 0)
+		r.cell(fee, from).Avail -= int64(c.Amount)
+		r.bill(fee, from, engine.BizRebate, -int64(c.Amount), 0, c.Market, 0, 0)
 		r.Bal[c.User][c.Coin].Avail += int64(c.Amount)
 		r.bill(c.User, c.Coin, engine.BizRebate, int64(c.Amount), 0, c.Market, 0, 0)
 	}

@@ -199,7 +199,11 @@ func (r *Ref) fillContract(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	}
 	m.Last = p
 	m.NextTrade++
-	r.out.Trades = append(r.out.Trades, engine.Trade{TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
+	buyer, seller := t.User, mk.User
+	if t.Side == engine.Sell {
+		buyer, seller = seller, buyer
+	}
+	r.out.Trades = append(r.out.Trades, engine.Trade{BuyerUser: buyer, SellerUser: seller, TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
 		Price: engine.Price(p), Qty: engine.Qty(q), Quote: engine.Amount(n), TakerSide: t.Side,
 		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID,
 		TakerFee: engine.Amount(tf), MakerFee: engine.Amount(mf), BaseCoin: m.Margin, QuoteCoin: m.Margin,
