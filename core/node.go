@@ -85,6 +85,7 @@ const (
 	QueryDepth                   // Cmd.Market, Cmd.Qty = levels per side
 	QuerySettled                 // Cmd as the CmdRebate it asks about: was its day paid? (rebate.go)
 	QueryPositions               // User's positions in Market (or AllMarkets) and its settings there
+	QueryContracts               // contract markets' books, last prices, open interest; a user's settings and positions (contract_query.go)
 
 )
 

@@ -426,6 +426,8 @@ func (s *shard) query(r *Request) {
 		if c.Market != engine.AllMarkets && c.Market != engine.AllContracts {
 			r.Mode, r.Lev[0], r.Lev[1], _ = s.eng.Settings(c.User, c.Market)
 		}
+	case QueryContracts:
+		s.contractQuery(r)
 	case QuerySettled:
 		r.HasOrder = s.n.st.Accounts.Settled(engine.SettleKey{Day: int32(c.OrderID >> 1), Broker: c.User,
 			Market: c.Market, Product: uint8(c.OrderID & 1)})
