@@ -37,7 +37,6 @@ type harness struct {
 	// wallets and bad debt are compared after every command
 	ct   bool
 	ctSt ctStats
-	outs []engine.Out // ct: one Out per engine, by shard, as each shard has its own
 }
 
 func newHarness(t testing.TB, shards int) *harness {
@@ -60,20 +59,10 @@ func (h *harness) step(c engine.Cmd) bool {
 	e := h.cl.Route(&c)
 	ec := c
 	e.Prefetch(&ec, &ec) // as a shard does for the next command; it must change nothing
-	out := &h.eo
-	if h.ct {
-		// not one Out for all: a spot fill in an Out that held a
-		// contract fill keeps its position fields (TestBugSpotTradeKeepsContractFields)
-		if len(h.outs) == 0 {
-			h.outs = make([]engine.Out, len(h.cl.All))
-		}
-		out = &h.outs[e.Shard()]
-	}
-	e.Apply(&ec, h.seq, h.ts, out)
+	// one Out for every engine: a spot fill follows contract fills in it
+	// (TestBugSpotTradeKeepsContractFields)
+	e.Apply(&ec, h.seq, h.ts, &h.eo)
 	e.Flush()
-	if h.ct {
-		h.eo = *out
-	}
 	h.ref.Apply(c, h.seq, h.ts, e.Shard(), &h.ro)
 	if d := diffOut(&h.eo, &h.ro); d != "" {
 		h.t.Errorf("command seq %d %s: %s\ngot (engine):\n%swant (reference):\n%s", h.seq, fmtCmd(&c), d,

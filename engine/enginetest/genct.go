@@ -112,16 +112,6 @@ func (g *Gen) posOrder(c *engine.Cmd, m *RefMarket) {
 		c.Pos = engine.Short
 	}
 	c.Qty = engine.Qty(g.ctQty(m))
-	g.avoidFirstOpenBug(c, m)
-}
-
-// avoidFirstOpenBug keeps an open by a user without an account in m
-// within maxPositionSize: the engine accepts a larger one
-// (TestBugFirstOpenBeyondMaxPosition), the model refuses it.
-func (g *Gen) avoidFirstOpenBug(c *engine.Cmd, m *RefMarket) {
-	if m.Accts[c.User] == nil && int64(c.Qty) > m.MaxPos {
-		c.Qty = engine.Qty(m.MaxPos)
-	}
 }
 
 // ctUser picks a contract command's user: the insurance account (index 1)
@@ -166,7 +156,6 @@ func (g *Gen) nextContract() engine.Cmd {
 		} else {
 			c.Price = engine.Price(max(1, last-floorRat(edge).Int64()))
 		}
-		g.avoidFirstOpenBug(&c, m)
 	case k < 330: // limit order near the touch, about one in five crossing
 		c.Kind, c.Type, c.TIF = engine.CmdPlace, engine.Limit, engine.GTC
 		switch t := g.R.IntN(100); {
@@ -384,8 +373,5 @@ func (g *Gen) invalidContract(c *engine.Cmd, m *RefMarket, anchor int64) {
 	case 17:
 		c.Kind, c.Mode = engine.CmdMarginMode, engine.Cross
 		c.UID++
-	}
-	if c.Kind == engine.CmdPlace && c.Pos == engine.Long && c.Side == engine.Buy {
-		g.avoidFirstOpenBug(c, m)
 	}
 }
