@@ -32,6 +32,8 @@ func adminEndpoints(devClock bool) []*endpoint {
 		a("POST", "/admin/v1/deposit", handleAdminDeposit),
 		a("POST", "/admin/v1/withdraw", handleAdminWithdraw),
 		a("GET", "/admin/v1/balances", handleAdminBalances),
+		a("POST", "/admin/v1/transfer", handleAdminTransfer),
+		a("GET", "/admin/v1/positions", handleAdminPositions),
 		a("GET", "/admin/v1/state", handleAdminState),
 		a("POST", "/admin/v1/rebate/settle", handleAdminSettle),
 		metrics, healthz, readyz,
@@ -166,10 +168,33 @@ func handleAdminUser(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred)
 	return errBusy
 }
 
+// moneyIn is the body of deposit, withdraw and transfer: Wallet (deposit
+// and withdraw: "spot", the default, or "futures"), From and To (transfer)
+// name wallets.
 type moneyIn struct {
 	UID    int64  `json:"uid"`
 	Coin   string `json:"coin"`
 	Amount string `json:"amount"`
+	Wallet string `json:"wallet"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+}
+
+// wallet maps a wallet name to its CoinID mark: "spot" 0, "futures"
+// engine.Futures; def is the answer for "".
+func wallet(name, field string, def engine.CoinID) (engine.CoinID, *apiError) {
+	switch name {
+	case "":
+		if def == ^engine.CoinID(0) {
+			return 0, newErr(400, codeParamMissing, field+" is required: spot or futures")
+		}
+		return def, nil
+	case "spot":
+		return 0, nil
+	case "futures":
+		return engine.Futures, nil
+	}
+	return 0, newErr(400, codeParam, field+" must be spot or futures")
 }
 
 func (s *Server) moneyCmd(ctx *fasthttp.RequestCtx, kind engine.CmdKind) (*core.Request, *apiError) {
@@ -190,12 +215,37 @@ func (s *Server) moneyCmd(ctx *fasthttp.RequestCtx, kind engine.CmdKind) (*core.
 	if ci < 0 {
 		return nil, newErr(400, codeParam, "unknown coin")
 	}
+	var w engine.CoinID
+	if kind == engine.CmdTransfer {
+		if in.Wallet != "" {
+			return nil, newErr(400, codeParam, "wallet: a transfer names its wallets with from and to")
+		}
+		from, e := wallet(in.From, "from", ^engine.CoinID(0))
+		if e != nil {
+			return nil, e
+		}
+		if w, e = wallet(in.To, "to", ^engine.CoinID(0)); e != nil {
+			return nil, e
+		}
+		if from == w {
+			return nil, newErr(400, codeParam, "from and to must be different wallets")
+		}
+	} else {
+		if in.From != "" || in.To != "" {
+			return nil, newErr(400, codeParam, "from and to are a transfer's: a deposit or withdrawal takes wallet")
+		}
+		var e *apiError
+		if w, e = wallet(in.Wallet, "wallet", 0); e != nil {
+			return nil, e
+		}
+	}
 	v, err := engine.ParseFixed([]byte(in.Amount), s.coins[ci].Scale)
 	if err != nil || v <= 0 {
 		return nil, newErr(400, codeParam, fmt.Sprintf("amount must be a positive decimal with at most %d decimals", s.coins[ci].Scale))
 	}
 	r := core.AcquireRequest()
-	r.Cmd = engine.Cmd{Kind: kind, User: idx, UID: in.UID, Coin: engine.CoinID(ci), Amount: engine.Amount(v)}
+	// a transfer's Coin is the wallet the money goes to
+	r.Cmd = engine.Cmd{Kind: kind, User: idx, UID: in.UID, Coin: engine.CoinID(ci) | w, Amount: engine.Amount(v)}
 	if e := s.run(r); e != nil {
 		return nil, e
 	}
@@ -225,16 +275,41 @@ func handleAdminWithdraw(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *c
 	return handleAdminMoney(s, ctx, st, engine.CmdWithdraw)
 }
 
-func handleAdminBalances(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+// handleAdminTransfer: POST /admin/v1/transfer {uid, coin, amount, from,
+// to}: moves amount between the user's spot and futures wallets of coin,
+// refused beyond what is available in from.
+func handleAdminTransfer(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	return handleAdminMoney(s, ctx, st, engine.CmdTransfer)
+}
+
+// adminUser resolves the uid query parameter.
+func (s *Server) adminUser(ctx *fasthttp.RequestCtx) (int64, engine.UserIdx, *apiError) {
+	if e := checkArgs(ctx, "uid"); e != nil {
+		return 0, 0, e
+	}
 	uid, ok := parseInt(ctx.QueryArgs().Peek("uid"))
 	if !ok {
-		return newErr(400, codeParamMissing, "parameter uid is required")
+		return 0, 0, newErr(400, codeParamMissing, "parameter uid is required")
 	}
 	idx, ok := s.node.Accounts().Lookup(uid)
 	if !ok {
-		return newErr(400, codeParam, "unknown uid")
+		return 0, 0, newErr(400, codeParam, "unknown uid")
+	}
+	return uid, idx, nil
+}
+
+// handleAdminBalances: GET /admin/v1/balances?uid=: every coin's spot
+// wallet, then every coin's futures wallet (frozen: order reservations
+// plus position margins).
+func handleAdminBalances(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	_, idx, e := s.adminUser(ctx)
+	if e != nil {
+		return e
 	}
 	bals, err := s.node.Balances(idx, s.deadline(), st.bals[:0])
+	if err == nil {
+		bals, err = s.node.FuturesBalances(idx, s.deadline(), bals)
+	}
 	st.bals = bals
 	if err != nil {
 		return s.queryErr(err)
@@ -244,8 +319,13 @@ func handleAdminBalances(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *c
 		if i > 0 {
 			b = append(b, ',')
 		}
-		co := &s.coins[bals[i].Coin]
-		b = append(b, `{"coin":`...)
+		co := &s.coins[bals[i].Coin.Spot()]
+		b = append(b, `{"wallet":"`...)
+		if bals[i].Coin.IsFutures() {
+			b = append(b, `futures","coin":`...)
+		} else {
+			b = append(b, `spot","coin":`...)
+		}
 		b = appendStr(b, co.Name)
 		b = append(b, `,"available":"`...)
 		b = appendAmount(b, co, bals[i].Avail)
@@ -276,4 +356,14 @@ func handleAdminState(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred
 	}
 	st.buf = append(b, "}}"...)
 	return nil
+}
+
+// handleAdminPositions: GET /admin/v1/positions?uid=: the user's positions
+// in every contract, as /capi/v3/account/position/allPosition shows them.
+func handleAdminPositions(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
+	uid, idx, e := s.adminUser(ctx)
+	if e != nil {
+		return e
+	}
+	return s.positions(ctx, st, &cred{uid: uid, user: idx}, nil)
 }

@@ -52,6 +52,27 @@ var fuzzRoutes = []struct {
 	{"GET", "/api/v3/market/klines", false, false},
 	{"POST", "/api/v3/account/bills", false, false},
 	{"POST", "/api/v3/account/fundingBills", false, false},
+	// contract market data and account (caccount.go), transfers
+	{"GET", "/capi/v3/market/time", false, false},
+	{"GET", "/capi/v3/market/depth", false, false},
+	{"GET", "/capi/v3/market/trades", false, false},
+	{"GET", "/capi/v3/market/ticker/24hr", false, false},
+	{"GET", "/capi/v3/market/ticker/bookTicker", false, false},
+	{"GET", "/capi/v3/market/klines", false, false},
+	{"GET", "/capi/v3/market/symbolPrice", false, false},
+	{"GET", "/capi/v3/market/openInterest", false, false},
+	{"GET", "/capi/v3/account/balance", false, false},
+	{"GET", "/capi/v3/account/commissionRate", false, false},
+	{"GET", "/capi/v3/account/symbolConfig", false, false},
+	{"GET", "/capi/v3/account/position/allPosition", false, false},
+	{"GET", "/capi/v3/account/position/singlePosition", false, false},
+	{"POST", "/capi/v3/account/leverage", false, false},
+	{"POST", "/capi/v3/account/marginType", false, false},
+	{"POST", "/capi/v3/account/positionMargin", false, false},
+	{"POST", "/capi/v3/account/income", false, false},
+	{"GET", "/api/v3/account/transferRecords", false, false},
+	{"POST", "/admin/v1/transfer", true, false},
+	{"GET", "/admin/v1/positions", true, false},
 }
 
 func TestFuzzRoutesCover(t *testing.T) {
@@ -119,6 +140,37 @@ func FuzzREST(f *testing.F) {
 	}
 	for _, s := range seeds {
 		f.Add(uint8(s.route), s.query, []byte(s.body))
+	}
+	// contract market data, account and admin (caccount.go), by path
+	for _, s := range []struct{ method, path, query, body string }{
+		{"GET", "/capi/v3/market/time", "", ""},
+		{"GET", "/capi/v3/market/depth", "symbol=BTCUSDT&limit=5", ""},
+		{"GET", "/capi/v3/market/trades", "symbol=ETHUSDT&limit=2", ""},
+		{"GET", "/capi/v3/market/ticker/24hr", "", ""},
+		{"GET", "/capi/v3/market/ticker/bookTicker", "symbol=BTCUSDT", ""},
+		{"GET", "/capi/v3/market/klines", "symbol=BTCUSDT&interval=1h&limit=3", ""},
+		{"GET", "/capi/v3/market/symbolPrice", "symbol=BTCUSDT&priceType=MARK", ""},
+		{"GET", "/capi/v3/market/openInterest", "symbol=ETHUSDT", ""},
+		{"GET", "/capi/v3/account/balance", "", ""},
+		{"GET", "/capi/v3/account/commissionRate", "symbol=BTCUSDT", ""},
+		{"GET", "/capi/v3/account/symbolConfig", "", ""},
+		{"GET", "/capi/v3/account/position/allPosition", "", ""},
+		{"GET", "/capi/v3/account/position/singlePosition", "symbol=BTCUSDT", ""},
+		{"POST", "/capi/v3/account/leverage", "", `{"symbol":"BTCUSDT","crossLeverage":10}`},
+		{"POST", "/capi/v3/account/leverage", "", `{"symbol":"ETHUSDT","marginType":"ISOLATED","isolatedLongLeverage":"5","isolatedShortLeverage":7}`},
+		{"POST", "/capi/v3/account/marginType", "", `{"symbol":"ETHUSDT","marginType":"ISOLATED","separatedType":"COMBINED"}`},
+		{"POST", "/capi/v3/account/positionMargin", "", `{"isolatedPositionId":"40962049025","amount":"10","type":1}`},
+		{"POST", "/capi/v3/account/income", "", `{"symbol":"BTCUSDT","currency":"USDT","incomeType":"transfer_in","startTime":0,"limit":5}`},
+		{"GET", "/api/v3/account/transferRecords", "after=0&before=99999999999999&limit=5", ""},
+		{"POST", "/admin/v1/transfer", "", `{"uid":10001,"coin":"USDT","amount":"25","from":"spot","to":"futures"}`},
+		{"POST", "/admin/v1/deposit", "", `{"uid":10002,"coin":"USDT","amount":"5","wallet":"futures"}`},
+		{"GET", "/admin/v1/positions", "uid=10001", ""},
+	} {
+		for i, r := range fuzzRoutes {
+			if r.method == s.method && r.path == s.path {
+				f.Add(uint8(i), s.query, []byte(s.body))
+			}
+		}
 	}
 	s := openTestServer(f)
 	state := func(t *testing.T) [32]byte {

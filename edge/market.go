@@ -238,12 +238,29 @@ func parseSymbols(v []byte) ([]string, *apiError) {
 	return out, nil
 }
 
+// marketArg resolves the required symbol of a market data endpoint to its
+// market: a spot symbol on /api/v3 (spotArg), a V3 contract name on
+// /capi/v3 (contractArg). The spot and contract endpoints share the rest.
+type marketArg func(s *Server, ctx *fasthttp.RequestCtx) (*engine.MarketSpec, *apiError)
+
+func spotArg(s *Server, ctx *fasthttp.RequestCtx) (*engine.MarketSpec, *apiError) {
+	m, e := s.argSymbol(ctx, true)
+	if e != nil {
+		return nil, e
+	}
+	return m.spec, nil
+}
+
 // handleDepth: GET /api/v3/market/depth?symbol=&limit= (default 15, max 200).
 func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	return s.depth(ctx, st, spotArg)
+}
+
+func (s *Server) depth(ctx *fasthttp.RequestCtx, st *reqState, arg marketArg) *apiError {
 	if e := checkArgs(ctx, "symbol", "limit"); e != nil {
 		return e
 	}
-	m, e := s.argSymbol(ctx, true)
+	sp, e := arg(s, ctx)
 	if e != nil {
 		return e
 	}
@@ -251,13 +268,12 @@ func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 	if e != nil {
 		return e
 	}
-	book, err := s.node.Depth(m.spec.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
+	book, err := s.node.Depth(sp.ID, int(limit), s.deadline(), st.bids[:0], st.asks[:0])
 	st.bids, st.asks = book.Bids, book.Asks
 	if err != nil {
 		return s.queryErr(err)
 	}
 	bids, asks := book.Bids, book.Asks
-	sp := m.spec
 	side := func(b []byte, lv []engine.Level) []byte {
 		b = append(b, '[')
 		for i := range lv {
@@ -286,10 +302,14 @@ func handleDepth(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *ap
 
 // handleMarketTrades: GET /api/v3/market/trades?symbol=&limit= (default 100, max 1000).
 func handleMarketTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	return s.marketTrades(ctx, st, spotArg)
+}
+
+func (s *Server) marketTrades(ctx *fasthttp.RequestCtx, st *reqState, arg marketArg) *apiError {
 	if e := checkArgs(ctx, "symbol", "limit"); e != nil {
 		return e
 	}
-	m, e := s.argSymbol(ctx, true)
+	sp, e := arg(s, ctx)
 	if e != nil {
 		return e
 	}
@@ -297,12 +317,11 @@ func handleMarketTrades(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cr
 	if e != nil {
 		return e
 	}
-	trades, err := s.store.MarketTrades(m.spec.ID, int(limit), st.trades[:0])
+	trades, err := s.store.MarketTrades(sp.ID, int(limit), st.trades[:0])
 	st.trades = trades
 	if err != nil {
 		return s.queryErr(err)
 	}
-	sp := m.spec
 	quote := &s.coins[sp.Quote]
 	b := append(st.buf, '[')
 	for i := range trades {
@@ -431,58 +450,70 @@ func handleTicker24h(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred)
 		if err != nil {
 			return b, s.queryErr(err)
 		}
-		bids, asks, last := book.Bids, book.Asks, book.Last
 		w, err := s.store.Window(sp.ID, from, st.nowMs)
 		if err != nil {
 			return b, s.queryErr(err)
 		}
-		open, high, low, vol, qvol, count, openT := w.Open, w.High, w.Low, w.Volume, w.QuoteVolume, w.Trades, w.OpenMs
-		if count == 0 {
-			open, high, low = last, last, last
-		}
-		b = append(b, `{"symbol":`...)
-		b = appendStr(b, sp.Symbol)
-		b = append(b, `,"priceChange":"`...)
-		b = engine.AppendFixed(b, int64(last-open)*sp.TickUnits, sp.PriceDecimals)
-		b = append(b, `","priceChangePercent":"`...)
-		pct := int64(0)
-		if open > 0 {
-			pct = int64(last-open) * 1_000_000 / int64(open)
-		}
-		b = engine.AppendFixed(b, pct, 6)
-		b = append(b, `","lastPrice":"`...)
-		b = sp.AppendPrice(b, last)
-		b = append(b, '"')
-		b = appendBest(b, sp, "bid", bids)
-		b = appendBest(b, sp, "ask", asks)
-		b = append(b, `,"openPrice":"`...)
-		b = sp.AppendPrice(b, open)
-		b = append(b, `","highPrice":"`...)
-		b = sp.AppendPrice(b, high)
-		b = append(b, `","lowPrice":"`...)
-		b = sp.AppendPrice(b, low)
-		b = append(b, `","volume":"`...)
-		b = sp.AppendQty(b, vol)
-		b = append(b, `","quoteVolume":"`...)
-		b = appendAmount(b, &s.coins[sp.Quote], qvol)
-		b = append(b, `","openTime":`...)
-		b = appendInt(b, openT)
-		b = append(b, `,"closeTime":`...)
-		b = appendInt(b, st.nowMs)
-		b = append(b, `,"count":`...)
-		b = appendInt(b, count)
+		b = s.appendTicker24h(b, sp, sp.Symbol, book.Bids, book.Asks, book.Last, &w, st.nowMs)
 		return append(b, '}'), nil
 	})
+}
+
+// appendTicker24h appends a 24-hour ticker object named name, without its
+// closing brace (a contract's adds its mark price): w is the window's
+// durable candles.
+func (s *Server) appendTicker24h(b []byte, sp *engine.MarketSpec, name string, bids, asks []engine.Level, last engine.Price,
+	w *journal.Candle, nowMs int64) []byte {
+	open, high, low, vol, qvol, count, openT := w.Open, w.High, w.Low, w.Volume, w.QuoteVolume, w.Trades, w.OpenMs
+	if count == 0 {
+		open, high, low = last, last, last
+	}
+	b = append(b, `{"symbol":`...)
+	b = appendStr(b, name)
+	b = append(b, `,"priceChange":"`...)
+	b = engine.AppendFixed(b, int64(last-open)*sp.TickUnits, sp.PriceDecimals)
+	b = append(b, `","priceChangePercent":"`...)
+	pct := int64(0)
+	if open > 0 {
+		pct = int64(last-open) * 1_000_000 / int64(open)
+	}
+	b = engine.AppendFixed(b, pct, 6)
+	b = append(b, `","lastPrice":"`...)
+	b = sp.AppendPrice(b, last)
+	b = append(b, '"')
+	b = appendBest(b, sp, "bid", bids)
+	b = appendBest(b, sp, "ask", asks)
+	b = append(b, `,"openPrice":"`...)
+	b = sp.AppendPrice(b, open)
+	b = append(b, `","highPrice":"`...)
+	b = sp.AppendPrice(b, high)
+	b = append(b, `","lowPrice":"`...)
+	b = sp.AppendPrice(b, low)
+	b = append(b, `","volume":"`...)
+	b = sp.AppendQty(b, vol)
+	b = append(b, `","quoteVolume":"`...)
+	b = appendAmount(b, &s.coins[sp.Quote], qvol)
+	b = append(b, `","openTime":`...)
+	b = appendInt(b, openT)
+	b = append(b, `,"closeTime":`...)
+	b = appendInt(b, nowMs)
+	b = append(b, `,"count":`...)
+	b = appendInt(b, count)
+	return b
 }
 
 // handleKlines: GET /api/v3/market/klines?symbol=&interval=&startTime=&endTime=&limit=
 // (default 500, max 1000): candles from the durable 1m/1h/1d rows
 // (journal.Klines), oldest first, as WEEX's arrays of eleven.
 func handleKlines(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
+	return s.klines(ctx, st, spotArg)
+}
+
+func (s *Server) klines(ctx *fasthttp.RequestCtx, st *reqState, arg marketArg) *apiError {
 	if e := checkArgs(ctx, "symbol", "interval", "startTime", "endTime", "limit"); e != nil {
 		return e
 	}
-	m, e := s.argSymbol(ctx, true)
+	sp, e := arg(s, ctx)
 	if e != nil {
 		return e
 	}
@@ -507,11 +538,10 @@ func handleKlines(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *a
 	if e != nil {
 		return e
 	}
-	candles, err := s.store.Klines(m.spec.ID, iv, start, end, int(limit))
+	candles, err := s.store.Klines(sp.ID, iv, start, end, int(limit))
 	if err != nil {
 		return s.queryErr(err)
 	}
-	sp := m.spec
 	quote := &s.coins[sp.Quote]
 	b := append(st.buf, '[')
 	for i := range candles {
