@@ -135,7 +135,7 @@ func (n *Node) inUSDT(c engine.CoinID, x engine.Amount, coins []engine.Coin, dea
 		return x
 	}
 	for _, s := range n.st.Markets {
-		if s == nil || s.Base != c || coins[s.Quote].Name != "USDT" {
+		if s == nil || s.Contract || s.Base != c || coins[s.Quote].Name != "USDT" {
 			continue
 		}
 		b, err := n.Depth(s.ID, 0, deadline, nil, nil)

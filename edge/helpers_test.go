@@ -21,7 +21,7 @@ func openServer(tb testing.TB, cfg *config.Config, dir string) (s *Server, close
 	if err != nil {
 		tb.Fatal(err)
 	}
-	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID},
+	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID, InsuranceUID: cfg.InsuranceUID},
 		core.Options{OnAddUser: s.OnAddUser})
 	if err != nil {
 		tb.Fatal(err)

@@ -28,7 +28,7 @@ func TestSeedingResumesAfterCrash(t *testing.T) {
 
 	// The cut-short first start: every user registered, u's first
 	// configured deposit credited, then the process dies.
-	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID}, core.Options{})
+	n, err := core.Start(journal.Options{Dir: dir}, journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID, InsuranceUID: cfg.InsuranceUID}, core.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

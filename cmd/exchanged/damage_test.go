@@ -111,7 +111,9 @@ func TestDamagedDirectory(t *testing.T) {
 		}
 		if len(markets) == 0 {
 			for _, m := range st.Markets {
-				markets[m.Symbol] = m.ID
+				if m != nil {
+					markets[m.Symbol] = m.ID
+				}
 			}
 		}
 		for _, p := range acked {
@@ -247,5 +249,5 @@ func loadDir(dir string) (*journal.State, error) {
 		return nil, err
 	}
 	defer s.Close()
-	return s.Load(journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID})
+	return s.Load(journal.LoadOptions{Coins: coins, Markets: specs, FeeUID: cfg.FeeUID, InsuranceUID: cfg.InsuranceUID})
 }

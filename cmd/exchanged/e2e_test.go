@@ -62,10 +62,17 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("exchangeInfo record lacks %s", k)
 		}
 	}
-	var capi struct{ Symbols []any }
+	var capi struct{ Symbols []map[string]any }
 	s.get(nil, "/capi/v3/market/exchangeInfo", &capi)
-	if capi.Symbols == nil || len(capi.Symbols) != 0 {
+	if len(capi.Symbols) != 2 || capi.Symbols[0]["symbol"] != "BTCUSDT" || capi.Symbols[1]["symbol"] != "ETHUSDT" {
 		t.Errorf("capi exchangeInfo: got %+v", capi)
+	}
+	for _, k := range []string{"symbol", "contractId", "baseAsset", "quoteAsset", "marginAsset", "contractVal", "minLeverage",
+		"maxLeverage", "minOrderSize", "maxOrderSize", "takerFeeRate", "makerFeeRate", "pricePrecision", "quantityPrecision",
+		"tickSize", "stepSize"} {
+		if len(capi.Symbols) > 0 && capi.Symbols[0][k] == nil {
+			t.Errorf("capi exchangeInfo record lacks %s", k)
+		}
 	}
 
 	var coins []struct {
@@ -238,9 +245,10 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("deposit: no billId")
 	}
 	s.ok(req{method: "POST", path: "/admin/v1/withdraw", body: fmt.Sprintf(`{"uid":%d,"coin":"USDT","amount":"0.5"}`, nu.UID), admin: true}, &bill)
-	var bals []struct{ Coin, Available, Frozen string }
+	var bals []struct{ Wallet, Coin, Available, Frozen string }
 	s.ok(req{method: "GET", path: fmt.Sprintf("/admin/v1/balances?uid=%d", nu.UID), admin: true}, &bals)
-	if len(bals) != 3 || bals[1].Coin != "USDT" || bals[1].Available != "500.00000000" {
+	if len(bals) != 6 || bals[1].Coin != "USDT" || bals[1].Available != "500.00000000" || bals[1].Wallet != "spot" ||
+		bals[4].Wallet != "futures" || bals[4].Available != "0.00000000" {
 		t.Errorf("admin balances: got %+v", bals)
 	}
 	newUser := user{nu.UID, nu.APIKey, nu.SecretKey, nu.Passphrase}
@@ -453,7 +461,8 @@ func TestConcurrentBatches(t *testing.T) {
 }
 
 // checkConserved: per coin, the sum of every account's available and
-// frozen balance equals the config's deposits (testdata/e2e.json).
+// frozen balance, both wallets, equals the config's deposits
+// (testdata/e2e.json), while no contract position is open.
 func (s *server) checkConserved() {
 	s.t.Helper()
 	units := func(v string) int64 {
@@ -465,13 +474,13 @@ func (s *server) checkConserved() {
 	}
 	var bals []struct{ Coin, Available, Frozen string }
 	sum := map[string]int64{}
-	for _, uid := range []int64{1, 10001, 10002, 10003, 10004} {
+	for _, uid := range []int64{1, 2, 10001, 10002, 10003, 10004} {
 		s.ok(req{method: "GET", path: fmt.Sprintf("/admin/v1/balances?uid=%d", uid), admin: true}, &bals)
 		for _, b := range bals {
 			sum[b.Coin] += units(b.Available) + units(b.Frozen)
 		}
 	}
-	want := map[string]int64{"BTC": 300 * 1e8, "USDT": 4_000_000 * 1e8, "ETH": 2000 * 1e8}
+	want := map[string]int64{"BTC": 300 * 1e8, "USDT": 4_300_000 * 1e8, "ETH": 2000 * 1e8}
 	for coin, w := range want {
 		if sum[coin] != w {
 			s.t.Errorf("%s: sum of balances %d, want %d", coin, sum[coin], w)
