@@ -35,13 +35,24 @@ const maxCtBatch = 5
 var errCtNotFound = newErr(400, codeContractNotFound, "order does not exist")
 
 // ctRejectErr is the top-level answer of an engine reject of a contract
-// command: spot's table, but -3200 for an unknown order.
+// command: spot's table, but -3200 for an unknown order and the
+// contract's words for its size bounds.
 func ctRejectErr(r engine.Reject) *apiError {
-	if r == engine.RejectUnknownOrder {
+	switch r {
+	case engine.RejectUnknownOrder:
 		return errCtNotFound
+	case engine.RejectQuantityTooSmall:
+		return errCtTooSmall
+	case engine.RejectQuantityTooLarge:
+		return errCtTooLarge
 	}
 	return rejectErrs[r]
 }
+
+var (
+	errCtTooSmall = newErr(400, codeOrderRejected, "order rejected: quantity below the contract's minOrderSize")
+	errCtTooLarge = newErr(400, codeOrderRejected, "order rejected: quantity above the contract's maxOrderSize (market orders too)")
+)
 
 // ctSymbol resolves a body's symbol field with lookup (V2 or V3 names).
 func ctSymbol(f *ctField, lookup func([]byte) *contract, unknown *verr) (*contract, *verr) {
@@ -295,7 +306,7 @@ func handleV3Batch(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *
 			var msg string
 			if r != nil {
 				b = append(b, r.Out.Reject.String()...)
-				msg = rejectOf(r.Out.Reject).msg
+				msg = ctRejectErr(r.Out.Reject).msg
 			} else {
 				b = append(b, el.err.name...)
 				msg = el.err.e.msg
