@@ -476,6 +476,35 @@ func TestContractOrders(t *testing.T) {
 	if g := s.ctGet(b, "origClientOrderId=b-ask-2"); g.Status != "PARTIALLY_FILLED" {
 		t.Errorf("B's order after A's cancel-all: %+v", g)
 	}
+
+	// closePositions splits a position above maxOrderSize (ETH: 1000)
+	// into equal market orders: A shorts 1500 ETH against B's bids, B
+	// offers 1500 back, A closes all.
+	eth := func(u *user, side, pos, qty string) ctOrder {
+		return s.v3Place(u, kv{"symbol": "ETHUSDT", "side": side, "positionSide": pos, "quantity": qty, "price": "3000"})
+	}
+	eth(b, "BUY", "LONG", "1000")
+	eth(b, "BUY", "LONG", "500")
+	eth(a, "SELL", "SHORT", "1000")
+	if o := eth(a, "SELL", "SHORT", "500"); o.Status != "FILLED" {
+		t.Fatalf("ETH short: %+v", o)
+	}
+	eth(b, "SELL", "LONG", "1000")
+	eth(b, "SELL", "LONG", "500")
+	s.post(a, "/capi/v3/closePositions", `{"symbol":"ETHUSDT"}`, &closes)
+	if len(closes) != 2 {
+		t.Fatalf("split close: %+v", closes)
+	}
+	for _, cl := range closes {
+		if !cl.Success || cl.ExecutedQty != "750.000" || cl.Status != "FILLED" || cl.PositionSide != "SHORT" || cl.Symbol != "ETHUSDT" ||
+			cl.PositionID != closes[0].PositionID {
+			t.Errorf("split close: %+v", cl)
+		}
+	}
+	s.post(a, "/capi/v3/closePositions", `{"symbol":"ETHUSDT"}`, &closes)
+	if len(closes) != 0 {
+		t.Errorf("close of a closed position: %+v", closes)
+	}
 }
 
 // ctBadCases are invalid contract order requests. aFilled is a filled
