@@ -147,10 +147,50 @@ func NewContractSpec(id MarketID, c ContractConfig, base, quote Coin) (*MarketSp
 	return s, nil
 }
 
-// ctState is a contract market's positions and settings, by user.
+// ctState is a contract market's positions and settings, by user, kept
+// in pages of user indexes like the markets' order lists (no hashing on
+// the fill path; iteration in user order for the canonical encoding).
 type ctState struct {
-	accts   map[UserIdx]*ctAcct
+	pages   []*acctPage
+	n       int    // accounts
 	badDebt Amount // losses no one could pay (see the package comment above)
+}
+
+type acctPage [listPageSize]*ctAcct
+
+func (ct *ctState) get(u UserIdx) *ctAcct {
+	if i := int(u >> listPageBits); i < len(ct.pages) && ct.pages[i] != nil {
+		return ct.pages[i][u&(listPageSize-1)]
+	}
+	return nil
+}
+
+func (ct *ctState) put(u UserIdx, a *ctAcct) {
+	i := int(u >> listPageBits)
+	if i >= len(ct.pages) {
+		ct.pages = append(ct.pages, make([]*acctPage, i+1-len(ct.pages))...)
+	}
+	if ct.pages[i] == nil {
+		ct.pages[i] = new(acctPage)
+	}
+	if ct.pages[i][u&(listPageSize-1)] == nil {
+		ct.n++
+	}
+	ct.pages[i][u&(listPageSize-1)] = a
+}
+
+// each calls f for every account, in user order.
+func (ct *ctState) each(f func(UserIdx, *ctAcct)) {
+	for pi, p := range ct.pages {
+		if p == nil {
+			continue
+		}
+		for i, a := range p {
+			if a != nil {
+				f(UserIdx(pi<<listPageBits|i), a)
+			}
+		}
+	}
 }
 
 // ctAcct is one user's settings and positions in one contract. It exists
@@ -206,15 +246,15 @@ func (o *order) opens() bool { return (o.side == Buy) == (o.pos == Long) }
 func opens(sd Side, p PosSide) bool { return (sd == Buy) == (p == Long) }
 
 // acct returns u's account in contract market m, or nil.
-func (m *market) acct(u UserIdx) *ctAcct { return m.ct.accts[u] }
+func (m *market) acct(u UserIdx) *ctAcct { return m.ct.get(u) }
 
 // acctFor returns u's account in m, making it with the defaults.
 func (m *market) acctFor(u UserIdx) *ctAcct {
-	a := m.ct.accts[u]
+	a := m.ct.get(u)
 	if a == nil {
 		l := m.spec.DefLev
 		a = &ctAcct{mode: Cross, lev: [2]int32{l, l}}
-		m.ct.accts[u] = a
+		m.ct.put(u, a)
 	}
 	return a
 }
@@ -639,15 +679,9 @@ func (e *Engine) BadDebt(id MarketID) Amount {
 // position: 10 x i64 (size, openValue, margin, closing, openQty,
 // closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64 updatedMs.
 func appendContract(dst []byte, ct *ctState) []byte {
-	users := make([]UserIdx, 0, len(ct.accts))
-	for u := range ct.accts {
-		users = append(users, u)
-	}
-	slices.Sort(users)
 	dst = le.AppendUint64(dst, uint64(ct.badDebt))
-	dst = le.AppendUint32(dst, uint32(len(users)))
-	for _, u := range users {
-		a := ct.accts[u]
+	dst = le.AppendUint32(dst, uint32(ct.n))
+	ct.each(func(u UserIdx, a *ctAcct) {
 		dst = le.AppendUint32(dst, uint32(u))
 		dst = append(dst, byte(a.mode))
 		dst = le.AppendUint32(dst, uint32(a.lev[0]))
@@ -660,13 +694,14 @@ func appendContract(dst []byte, ct *ctState) []byte {
 				dst = le.AppendUint64(dst, uint64(v))
 			}
 		}
-	}
+	})
 	return dst
 }
 
 func (e *Engine) loadContract(r *reader, m *market) error {
 	m.ct.badDebt = Amount(r.i64())
 	n := int(r.u32())
+	var prev UserIdx
 	for i := 0; i < n && r.err == nil; i++ {
 		u := UserIdx(r.u32())
 		if int(u) >= e.acc.NumUsers() {
@@ -680,7 +715,11 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 			p.openQty, p.closeQty, p.openVal, p.closeVal = Qty(r.i64()), Qty(r.i64()), Amount(r.i64()), Amount(r.i64())
 			p.fees, p.realized, p.createdMs, p.updatedMs = Amount(r.i64()), Amount(r.i64()), r.i64(), r.i64()
 		}
-		m.ct.accts[u] = a
+		if m.ct.get(u) != nil || i > 0 && u <= prev {
+			return fmt.Errorf("engine: snapshot positions out of user order at %d", u)
+		}
+		prev = u
+		m.ct.put(u, a)
 	}
 	return r.err
 }
@@ -706,20 +745,14 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 		}
 	}
 	var longQty, shortQty Qty
-	users := make([]UserIdx, 0, len(m.ct.accts))
-	for u := range m.ct.accts {
-		users = append(users, u)
-	}
-	slices.Sort(users)
-	for _, u := range users {
-		a := m.ct.accts[u]
+	m.ct.each(func(u UserIdx, a *ctAcct) {
 		for i := range a.pos {
 			p := &a.pos[i]
-			if want := closing[[2]uint32{uint32(u), uint32(i + 1)}]; p.closing != want {
-				return 0, 0, fmt.Errorf("engine: %s: user %d side %d: closing %d, working closes %d", s.Symbol, u, i+1, p.closing, want)
+			if want := closing[[2]uint32{uint32(u), uint32(i + 1)}]; p.closing != want && err == nil {
+				err = fmt.Errorf("engine: %s: user %d side %d: closing %d, working closes %d", s.Symbol, u, i+1, p.closing, want)
 			}
-			if p.size < 0 || p.closing > p.size || p.margin < 0 || p.openValue < 0 || p.size == 0 && (p.openValue != 0 || p.margin != 0) {
-				return 0, 0, fmt.Errorf("engine: %s: user %d side %d: bad position %+v", s.Symbol, u, i+1, *p)
+			if (p.size < 0 || p.closing > p.size || p.margin < 0 || p.openValue < 0 || p.size == 0 && (p.openValue != 0 || p.margin != 0)) && err == nil {
+				err = fmt.Errorf("engine: %s: user %d side %d: bad position %+v", s.Symbol, u, i+1, *p)
 			}
 			frozen(u, s.Margin, p.margin)
 			if i == 0 {
@@ -730,6 +763,9 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 				shortQty += p.size
 			}
 		}
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	if longQty != shortQty {
 		return 0, 0, fmt.Errorf("engine: %s: long size %d, short size %d", s.Symbol, longQty, shortQty)

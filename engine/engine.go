@@ -125,7 +125,7 @@ func New(shard int, acc *Accounts, markets []*MarketSpec, feeUID int64) *Engine 
 	for _, s := range markets {
 		m := &market{spec: s, asks: newSide(true)}
 		if s.Contract {
-			m.ct = &ctState{accts: make(map[UserIdx]*ctAcct)}
+			m.ct = &ctState{}
 		}
 		e.markets[s.ID] = m
 	}
