@@ -349,7 +349,7 @@ func TestContractOrders(t *testing.T) {
 		closes[0].ExecutedQty != "0.1000" || closes[0].Status != "FILLED" || closes[0].PositionSide != "LONG" || closes[0].Symbol != "BTCUSDT" {
 		t.Errorf("closePositions: %+v", closes)
 	}
-	if g := s.ctGet(a, "orderId="+id(closes[0].SuccessOrderID)); g.Type != "MARKET" || !g.ReduceOnly || g.AvgPrice != "49500.0" || g.Side != "SELL" {
+	if g := s.ctGet(a, "orderId="+id(closes[0].SuccessOrderID)); g.Type != "MARKET" || !g.ReduceOnly || g.AvgPrice != "49500.0" || g.Side != "SELL" || g.Price != "0.0" {
 		t.Errorf("close order: %+v", g)
 	}
 	s.post(a, "/capi/v3/closePositions", `{}`, &closes)
