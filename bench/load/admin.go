@@ -206,13 +206,24 @@ func (a *Admin) CreateUser() (Cred, error) {
 	return Cred{UID: uid, APIKey: r.APIKey, SecretKey: r.SecretKey, Passphrase: r.Passphrase}, nil
 }
 
-// Deposit credits amount of coin to uid.
+// Deposit credits amount of coin to uid's spot wallet.
 func (a *Admin) Deposit(uid int64, coin, amount string) error {
-	return a.post("/admin/v1/deposit", map[string]any{"uid": uid, "coin": coin, "amount": amount}, nil)
+	return a.DepositTo(uid, "", coin, amount)
 }
 
-// Deposit is one coin amount credited to every created user.
-type Deposit struct{ Coin, Amount string }
+// DepositTo credits amount of coin to uid's wallet ("spot", "futures";
+// "": spot).
+func (a *Admin) DepositTo(uid int64, wallet, coin, amount string) error {
+	body := map[string]any{"uid": uid, "coin": coin, "amount": amount}
+	if wallet != "" {
+		body["wallet"] = wallet
+	}
+	return a.post("/admin/v1/deposit", body, nil)
+}
+
+// Deposit is one coin amount credited to every created user, into Wallet
+// ("futures" for contract margin; "": spot).
+type Deposit struct{ Coin, Amount, Wallet string }
 
 // CreateUsers creates n users with conc parallel requests and credits each
 // with deposits.
@@ -232,7 +243,7 @@ func (a *Admin) CreateUsers(n, conc int, deposits []Deposit) ([]Cred, error) {
 				c, err := a.CreateUser()
 				if err == nil {
 					for _, d := range deposits {
-						if err = a.Deposit(c.UID, d.Coin, d.Amount); err != nil {
+						if err = a.DepositTo(c.UID, d.Wallet, d.Coin, d.Amount); err != nil {
 							break
 						}
 					}

@@ -31,6 +31,23 @@ func DefaultDeposits(markets []Market) []Deposit {
 	return out
 }
 
+// DefaultFuturesDeposits returns what each generated user is credited with
+// in its futures wallets (admin deposit with "wallet":"futures") for
+// contracts: the margin coin of each, enough for the margin of every open
+// a full run can make (opens only: positions grow through a run; at the
+// default leverage of 20 a user's margin stays under 1% of it).
+func DefaultFuturesDeposits(contracts []Market) []Deposit {
+	seen := map[string]bool{}
+	var out []Deposit
+	for _, m := range contracts {
+		if !seen[m.Quote] {
+			seen[m.Quote] = true
+			out = append(out, Deposit{Coin: m.Quote, Amount: "10000000", Wallet: "futures"})
+		}
+	}
+	return out
+}
+
 // ParseDeposits parses "USDT=1000000,BTC=100".
 func ParseDeposits(s string) []Deposit {
 	var out []Deposit

@@ -18,16 +18,26 @@ import (
 type Target struct {
 	Addr    string // host:port of the REST listener
 	Users   []Cred
-	Markets []Market
-	Conns   int           // keep-alive connections = workers
-	Timeout time.Duration // per request; 0: 5 s
+	Markets []Market // spot markets
+	// Contracts are perpetual contracts (Market.Contract) the mix may send
+	// orders to (Mix.Contracts); none: a spot-only generator.
+	Contracts []Market
+	Conns     int           // keep-alive connections = workers
+	Timeout   time.Duration // per request; 0: 5 s
 }
 
 // Mix is the request mix.
 type Mix struct {
 	Place float64 // fraction of requests that place an order; the rest cancel one
 	Take  float64 // fraction of placements that are IOC orders crossing the spread
-	Seed  uint64  // seeds every worker's generator (worker i uses Seed+i)
+	// Contracts is the fraction of placements sent to a perpetual
+	// contract (POST /capi/v3/order, opens: BUY LONG and SELL SHORT) instead
+	// of a spot market; cancels follow, since they cancel the worker's
+	// oldest resting order of either kind (DELETE /capi/v3/order for a
+	// contract's). 0: spot only, and the random stream is the spot-only
+	// generator's.
+	Contracts float64
+	Seed      uint64 // seeds every worker's generator (worker i uses Seed+i)
 }
 
 // Step is one fixed-rate run.
@@ -78,13 +88,22 @@ const (
 	OpPlace  = "place"  // resting GTC limit order
 	OpTake   = "take"   // IOC limit order crossing the spread
 	OpCancel = "cancel" // cancel of an order this generator placed
+	// The same on a perpetual contract (opens: BUY LONG, SELL SHORT).
+	OpCtPlace  = "ct-place"
+	OpCtTake   = "ct-take"
+	OpCtCancel = "ct-cancel"
 )
+
+// OpKinds are the op kinds in report order.
+var OpKinds = []string{OpPlace, OpTake, OpCancel, OpCtPlace, OpCtTake, OpCtCancel}
 
 // Generator drives one target. Its workers keep their connections and the
 // orders they placed (to cancel them later) across steps.
 type Generator struct {
 	t       Target
 	mix     Mix
+	markets []Market // t.Markets, then t.Contracts: resting.market indexes it
+	nSpot   int
 	client  *fasthttp.HostClient
 	workers []*worker
 
@@ -97,13 +116,22 @@ func New(t Target, m Mix) (*Generator, error) {
 	if len(t.Users) == 0 || len(t.Markets) == 0 {
 		return nil, errors.New("load: need at least one user and one market")
 	}
+	if m.Contracts < 0 || m.Contracts > 1 || m.Contracts > 0 && len(t.Contracts) == 0 {
+		return nil, errors.New("load: Mix.Contracts must be in [0, 1], and above 0 only with contracts")
+	}
+	for _, c := range t.Contracts {
+		if !c.Contract {
+			return nil, fmt.Errorf("load: %s in Target.Contracts is not a contract", c.Symbol)
+		}
+	}
 	if t.Conns <= 0 {
 		t.Conns = 64
 	}
 	if t.Timeout <= 0 {
 		t.Timeout = 5 * time.Second
 	}
-	g := &Generator{t: t, mix: m}
+	g := &Generator{t: t, mix: m, nSpot: len(t.Markets)}
+	g.markets = append(append(g.markets, t.Markets...), t.Contracts...)
 	g.client = &fasthttp.HostClient{
 		Addr:                          t.Addr,
 		MaxConns:                      t.Conns,
@@ -212,12 +240,14 @@ func (g *Generator) Run(s Step) *Result {
 	return r
 }
 
-// Populate places perMarket resting orders in every market, half bids and
-// half asks spread over the makers' price range, closed-loop over all
-// connections. The generator does not cancel them: they are the books'
-// standing depth. It returns how many failed and the first failure.
+// Populate places perMarket resting orders in every market and contract,
+// half bids and half asks spread over the makers' price range (contracts:
+// BUY LONG and SELL SHORT opens), closed-loop over all connections. The
+// generator does not cancel them: they are the books' standing depth. It
+// returns how many failed and the first failure.
 func (g *Generator) Populate(perMarket int) (failed int64, first string) {
-	total := int64(perMarket * len(g.t.Markets))
+	n := int64(len(g.markets))
+	total := int64(perMarket) * n
 	var next atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -230,9 +260,9 @@ func (g *Generator) Populate(perMarket int) (failed int64, first string) {
 				if j >= total {
 					return
 				}
-				mi := int(j % int64(len(g.t.Markets)))
-				m := &g.t.Markets[mi]
-				k := j / int64(len(g.t.Markets))
+				mi := int(j % n)
+				m := &g.markets[mi]
+				k := j / n
 				buy := k%2 == 0
 				off := 1 + (k/2)%m.Spread
 				qty := m.MinQty + (k*7919)%(m.MaxQty-m.MinQty+1)
@@ -478,8 +508,13 @@ func (w *worker) next() {
 		}
 	}
 	u := w.rng.IntN(len(g.t.Users))
-	mi := w.rng.IntN(len(g.t.Markets))
-	m := &g.t.Markets[mi]
+	var mi int
+	if mix.Contracts > 0 && w.rng.Float64() < mix.Contracts {
+		mi = g.nSpot + w.rng.IntN(len(g.markets)-g.nSpot)
+	} else {
+		mi = w.rng.IntN(g.nSpot)
+	}
+	m := &g.markets[mi]
 	buy := w.rng.IntN(2) == 0
 	qty := m.MinQty + w.rng.Int64N(m.MaxQty-m.MinQty+1)
 	if w.rng.Float64() < mix.Take {
@@ -492,23 +527,30 @@ func (w *worker) next() {
 }
 
 var (
-	pathOrder = "/api/v3/order"
-	jsonCT    = "application/json"
+	pathOrder   = "/api/v3/order"
+	pathCtOrder = "/capi/v3/order"
+	jsonCT      = "application/json"
 )
 
 // buildPlace builds a limit order for user u at m.Mid -/+ off ticks (BUY
-// below, SELL above; negative off crosses). ioc makes it an IOC taker.
+// below, SELL above; negative off crosses). ioc makes it an IOC taker. On
+// a contract it opens: BUY LONG or SELL SHORT.
 func (w *worker) buildPlace(u, mi int, buy bool, off, qty int64, ioc bool) {
-	m := &w.g.t.Markets[mi]
+	m := &w.g.markets[mi]
 	price := m.Mid - off
-	side := "BUY"
+	side := `","side":"BUY`
+	if m.Contract {
+		side = `","side":"BUY","positionSide":"LONG`
+	}
 	if !buy {
 		price = m.Mid + off
-		side = "SELL"
+		side = `","side":"SELL`
+		if m.Contract {
+			side = `","side":"SELL","positionSide":"SHORT`
+		}
 	}
 	b := append(w.body[:0], `{"symbol":"`...)
 	b = append(b, m.Symbol...)
-	b = append(b, `","side":"`...)
 	b = append(b, side...)
 	b = append(b, `","type":"LIMIT","timeInForce":"`...)
 	if ioc {
@@ -520,6 +562,14 @@ func (w *worker) buildPlace(u, mi int, buy bool, off, qty int64, ioc bool) {
 		w.op = OpPlace
 		w.wantID = true
 	}
+	path := pathOrder
+	if m.Contract {
+		path = pathCtOrder
+		w.op = OpCtPlace
+		if ioc {
+			w.op = OpCtTake
+		}
+	}
 	b = append(b, `","quantity":"`...)
 	b = AppendFixed(b, qty, m.StepDecimals)
 	b = append(b, `","price":"`...)
@@ -529,24 +579,28 @@ func (w *worker) buildPlace(u, mi int, buy bool, off, qty int64, ioc bool) {
 	w.user = u
 	w.market = mi
 	w.query = w.query[:0]
-	w.uri = append(w.uri[:0], pathOrder...)
-	w.sign(u, fasthttp.MethodPost, pathOrder)
+	w.uri = append(w.uri[:0], path...)
+	w.sign(u, fasthttp.MethodPost, path)
 }
 
 func (w *worker) buildCancel(u, mi int, id int64) {
-	m := &w.g.t.Markets[mi]
+	m := &w.g.markets[mi]
+	path, op := pathOrder, OpCancel
+	if m.Contract {
+		path, op = pathCtOrder, OpCtCancel
+	}
 	q := append(w.query[:0], "symbol="...)
 	q = append(q, m.Symbol...)
 	q = append(q, "&orderId="...)
 	q = strconv.AppendInt(q, id, 10)
 	w.query = q
-	w.uri = append(append(append(w.uri[:0], pathOrder...), '?'), q...)
+	w.uri = append(append(append(w.uri[:0], path...), '?'), q...)
 	w.body = w.body[:0]
-	w.op = OpCancel
+	w.op = op
 	w.wantID = false
 	w.user = u
 	w.market = mi
-	w.sign(u, fasthttp.MethodDelete, pathOrder)
+	w.sign(u, fasthttp.MethodDelete, path)
 }
 
 func (w *worker) sign(u int, method, path string) {
@@ -590,8 +644,8 @@ func (w *worker) send(deadline time.Time) outcome {
 
 // classify turns a response into an outcome: 200 with an "orderId" is OK;
 // an error body's code names the kind; -2xxx (order rejected, order not
-// found) are business rejects that this mix produces legitimately (a cancel
-// can race with a fill).
+// found) and -3200 (a contract order not found) are business rejects that
+// this mix produces legitimately (a cancel can race with a fill).
 func classify(status int, body []byte) outcome {
 	code, hasCode := jsonInt(body, `"code":`)
 	if status == fasthttp.StatusOK && !hasCode || status == fasthttp.StatusOK && code == 0 {
@@ -609,11 +663,15 @@ func classify(status int, body []byte) outcome {
 		key += " code " + strconv.FormatInt(code, 10)
 	}
 	k := outcomeFailed
-	if hasCode && code <= -2000 && code > -3000 {
+	if hasCode && (code <= -2000 && code > -3000 || code == codeCtNotFound) {
 		k = outcomeRejected
 	}
 	return outcome{kind: k, key: key, msg: sample(body)}
 }
+
+// codeCtNotFound is the contract family's "order not found" (docs/API.md,
+// "Perpetual contracts"): a contract cancel that lost the race with a fill.
+const codeCtNotFound = -3200
 
 func sample(b []byte) string {
 	if len(b) > 160 {

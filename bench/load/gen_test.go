@@ -20,12 +20,14 @@ import (
 // says the server does, with its own HMAC code, and keeps just enough order
 // state to check that cancels name orders the same user placed.
 type fakeExchange struct {
-	mu      sync.Mutex
-	creds   map[string]Cred
-	markets map[string]Market
-	owner   map[int64]string // orderId -> apiKey
-	nextID  int64
-	bad     []string
+	mu        sync.Mutex
+	creds     map[string]Cred
+	markets   map[string]Market
+	contracts map[string]Market // by V3 name, on /capi/v3/order
+	owner     map[int64]string  // orderId -> apiKey + " " + path
+	placed    map[string]int    // accepted placements by path
+	nextID    int64
+	bad       []string
 }
 
 func (f *fakeExchange) fail(ctx *fasthttp.RequestCtx, status int, format string, a ...any) {
@@ -66,7 +68,13 @@ func (f *fakeExchange) handle(ctx *fasthttp.RequestCtx) {
 		f.fail(ctx, 401, "bad signature for %q: got %s, want %s", msg, got, want)
 		return
 	}
-	if string(ctx.Path()) != "/api/v3/order" {
+	path := string(ctx.Path())
+	markets := f.markets
+	switch path {
+	case "/api/v3/order":
+	case "/capi/v3/order":
+		markets = f.contracts
+	default:
 		f.fail(ctx, 404, "path %s", ctx.Path())
 		return
 	}
@@ -76,26 +84,34 @@ func (f *fakeExchange) handle(ctx *fasthttp.RequestCtx) {
 			f.fail(ctx, 400, "content type %q", h.ContentType())
 			return
 		}
-		var o struct{ Symbol, Side, Type, TimeInForce, Quantity, Price string }
-		if err := json.Unmarshal(ctx.PostBody(), &o); err != nil {
+		var o struct{ Symbol, Side, PositionSide, Type, TimeInForce, Quantity, Price string }
+		dec := json.NewDecoder(strings.NewReader(string(ctx.PostBody())))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
 			f.fail(ctx, 400, "body %s: %v", ctx.PostBody(), err)
 			return
 		}
-		m, ok := f.markets[o.Symbol]
-		if !ok || (o.Side != "BUY" && o.Side != "SELL") || o.Type != "LIMIT" || (o.TimeInForce != "GTC" && o.TimeInForce != "IOC") ||
+		m, ok := markets[o.Symbol]
+		// contracts: opens only, BUY LONG or SELL SHORT; spot: no positionSide
+		wantPos := map[string]string{"BUY": "LONG", "SELL": "SHORT"}[o.Side]
+		if !m.Contract {
+			wantPos = ""
+		}
+		if !ok || (o.Side != "BUY" && o.Side != "SELL") || o.PositionSide != wantPos || o.Type != "LIMIT" || (o.TimeInForce != "GTC" && o.TimeInForce != "IOC") ||
 			decimals(o.Price) != m.TickDecimals || decimals(o.Quantity) != m.StepDecimals {
-			f.fail(ctx, 400, "bad order %s", ctx.PostBody())
+			f.fail(ctx, 400, "bad order on %s: %s", path, ctx.PostBody())
 			return
 		}
 		f.nextID++
+		f.placed[path]++
 		if o.TimeInForce == "GTC" {
-			f.owner[f.nextID] = key
+			f.owner[f.nextID] = key + " " + path
 		}
 		fmt.Fprintf(ctx, `{"symbol":%q,"orderId":%d,"status":"NEW"}`, o.Symbol, f.nextID)
 	case "DELETE":
 		args := ctx.QueryArgs()
 		id, err := strconv.ParseInt(string(args.Peek("orderId")), 10, 64)
-		if _, ok := f.markets[string(args.Peek("symbol"))]; !ok || err != nil || f.owner[id] != key {
+		if _, ok := markets[string(args.Peek("symbol"))]; !ok || err != nil || f.owner[id] != key+" "+path {
 			f.fail(ctx, 400, "cancel of %s by %s: not its order", ctx.QueryArgs(), key)
 			return
 		}
@@ -114,8 +130,23 @@ func decimals(s string) int {
 }
 
 func TestGeneratorAgainstSigningFake(t *testing.T) {
+	t.Run("spot", func(t *testing.T) { testAgainstSigningFake(t, 0) })
+	t.Run("contracts", func(t *testing.T) { testAgainstSigningFake(t, 0.3) })
+}
+
+// testAgainstSigningFake runs the generator with share of its placements
+// on contracts against the fake.
+func testAgainstSigningFake(t *testing.T, share float64) {
 	markets, _ := SelectMarkets(DefaultMarkets(), "BTCUSDT,DOGEUSDT,XRPUSDT")
-	f := &fakeExchange{creds: map[string]Cred{}, markets: map[string]Market{}, owner: map[int64]string{}}
+	f := &fakeExchange{creds: map[string]Cred{}, markets: map[string]Market{}, contracts: map[string]Market{},
+		owner: map[int64]string{}, placed: map[string]int{}}
+	var contracts []Market
+	if share > 0 {
+		contracts = DefaultContracts()
+	}
+	for _, m := range contracts {
+		f.contracts[m.Symbol] = m
+	}
 	var users []Cred
 	for i := 0; i < 5; i++ {
 		c := Cred{UID: int64(i + 1), APIKey: fmt.Sprintf("key%d", i), SecretKey: fmt.Sprintf("secret-%d", i), Passphrase: fmt.Sprintf("pass%d", i)}
@@ -133,7 +164,7 @@ func TestGeneratorAgainstSigningFake(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Shutdown()
 
-	g, err := New(Target{Addr: ln.Addr().String(), Users: users, Markets: markets, Conns: 4}, Mix{Place: 0.5, Take: 0.2, Seed: 7})
+	g, err := New(Target{Addr: ln.Addr().String(), Users: users, Markets: markets, Contracts: contracts, Conns: 4}, Mix{Place: 0.5, Take: 0.2, Contracts: share, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +172,11 @@ func TestGeneratorAgainstSigningFake(t *testing.T) {
 	if failed, first := g.Populate(10); failed != 0 {
 		t.Fatalf("Populate: %d failed, first %s", failed, first)
 	}
+	f.mu.Lock()
+	if got, want := f.placed["/capi/v3/order"], 10*len(contracts); got != want {
+		t.Errorf("Populate placed %d contract orders, want %d", got, want)
+	}
+	f.mu.Unlock()
 	r := g.Run(Step{Rate: 2000, Duration: 300 * time.Millisecond})
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -153,6 +189,19 @@ func TestGeneratorAgainstSigningFake(t *testing.T) {
 	}
 	if r.Ops[OpCancel] == 0 || r.Ops[OpPlace] == 0 || r.Ops[OpTake] == 0 {
 		t.Errorf("ops = %v, want every kind", r.Ops)
+	}
+	ct := r.Ops[OpCtPlace] + r.Ops[OpCtTake] + r.Ops[OpCtCancel]
+	if share == 0 && ct != 0 {
+		t.Errorf("ops = %v: contract orders from a spot-only mix", r.Ops)
+	}
+	if share > 0 {
+		if r.Ops[OpCtCancel] == 0 || r.Ops[OpCtPlace] == 0 || r.Ops[OpCtTake] == 0 {
+			t.Errorf("ops = %v, want every contract kind", r.Ops)
+		}
+		// 600 requests: a share of 0.3 is 180 +- 3 sigma (~34)
+		if got := float64(ct) / float64(r.Sent); got < share-0.1 || got > share+0.1 {
+			t.Errorf("contract share of requests %.2f, want about %.2f (ops %v)", got, share, r.Ops)
+		}
 	}
 	if r.Hist.TotalCount() != r.Sent {
 		t.Errorf("histogram has %d samples, want %d", r.Hist.TotalCount(), r.Sent)

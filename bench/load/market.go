@@ -6,16 +6,22 @@ import (
 	"strings"
 )
 
-// Market describes how the generator quotes one spot market: prices and
-// quantities are integers in ticks and steps, written with the market's
-// decimals.
+// Market describes how the generator quotes one spot market or perpetual
+// contract: prices and quantities are integers in ticks and steps, written
+// with the market's decimals.
 type Market struct {
 	Symbol, Base, Quote string
-	TickDecimals        int   // price decimals: tickSize = 10^-TickDecimals
-	StepDecimals        int   // quantity decimals: stepSize = 10^-StepDecimals
-	Mid                 int64 // reference price in ticks; makers quote around it
-	Spread              int64 // makers quote Mid ± [1, Spread] ticks
-	MinQty, MaxQty      int64 // order quantity range in steps
+	// Contract marks a USDT-margined perpetual (docs/API.md, "Perpetual
+	// contracts"): Symbol is its V3 name, V2Symbol its V2 name; orders go
+	// to /capi/v3/order and open positions (BUY LONG, SELL SHORT), margined
+	// in Quote's futures wallet.
+	Contract       bool
+	V2Symbol       string
+	TickDecimals   int   // price decimals: tickSize = 10^-TickDecimals
+	StepDecimals   int   // quantity decimals: stepSize = 10^-StepDecimals
+	Mid            int64 // reference price in ticks; makers quote around it
+	Spread         int64 // makers quote Mid ± [1, Spread] ticks
+	MinQty, MaxQty int64 // order quantity range in steps
 }
 
 // TickSize returns the tick size as a decimal string.
@@ -65,6 +71,16 @@ func DefaultMarkets() []Market {
 		{Symbol: "DOGEUSDT", Base: "DOGE", Quote: "USDT", TickDecimals: 5, StepDecimals: 0, Mid: 15000, Spread: 200, MinQty: 10, MaxQty: 5000},
 		{Symbol: "ADAUSDT", Base: "ADA", Quote: "USDT", TickDecimals: 4, StepDecimals: 1, Mid: 4500, Spread: 100, MinQty: 100, MaxQty: 10000},
 		{Symbol: "LTCUSDT", Base: "LTC", Quote: "USDT", TickDecimals: 2, StepDecimals: 3, Mid: 8000, Spread: 100, MinQty: 10, MaxQty: 5000},
+	}
+}
+
+// DefaultContracts are the perpetual contracts of the benchmark
+// configuration: config/default.json's two, with its tick and step sizes,
+// quoted around the same prices as the spot markets of the same name.
+func DefaultContracts() []Market {
+	return []Market{
+		{Symbol: "BTCUSDT", V2Symbol: "cmt_btcusdt", Contract: true, Base: "BTC", Quote: "USDT", TickDecimals: 1, StepDecimals: 4, Mid: 500000, Spread: 200, MinQty: 1, MaxQty: 100},
+		{Symbol: "ETHUSDT", V2Symbol: "cmt_ethusdt", Contract: true, Base: "ETH", Quote: "USDT", TickDecimals: 2, StepDecimals: 3, Mid: 300000, Spread: 200, MinQty: 1, MaxQty: 500},
 	}
 }
 
