@@ -460,6 +460,12 @@ func randomCmd(rng *rand.Rand, u engine.UserIdx, uid int64, working *[]engine.Cm
 		c = engine.Cmd{Kind: engine.CmdPlace, User: u, UID: uid, Market: crashContract, Side: engine.Side(1 + rng.Intn(2)),
 			Pos: engine.PosSide(1 + rng.Intn(2)), Type: engine.Limit, TIF: engine.GTC,
 			Price: engine.Price(9900 + rng.Intn(200)), Qty: engine.Qty(1 + rng.Intn(5000))}
+		if rng.Intn(5) == 0 { // presets (refused on a close or the wrong side)
+			c.TP, c.SL, c.TrigMark = c.Price+engine.Price(rng.Intn(300)), c.Price-engine.Price(rng.Intn(300)), uint8(rng.Intn(4))
+			if c.Pos == engine.Short {
+				c.TP, c.SL = c.SL, c.TP
+			}
+		}
 		if rng.Intn(10) == 0 {
 			c.TIF = engine.IOC
 		}

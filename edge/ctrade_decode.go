@@ -338,20 +338,30 @@ func buildV3(k *contract, b *ctBody, c *cred, cmd *engine.Cmd) *verr {
 			return vcReduce
 		}
 	}
-	// Take-profit and stop-loss presets are checked, not stored: plans
-	// come with the risk work (issue 46).
+	// Take-profit and stop-loss presets are stored with the order (the
+	// engine refuses them on a close or on the wrong side of the price);
+	// the plans that attach them when it fills come with the risk work.
 	if b.f[v3TP].has {
-		if _, e := ctPrice(sp, &b.f[v3TP], dTP, false); e != nil {
+		p, e := ctPrice(sp, &b.f[v3TP], dTP, false)
+		if e != nil {
 			return e
 		}
+		cmd.TP = p
 	}
 	if b.f[v3SL].has {
-		if _, e := ctPrice(sp, &b.f[v3SL], dSL, false); e != nil {
+		p, e := ctPrice(sp, &b.f[v3SL], dSL, false)
+		if e != nil {
 			return e
 		}
+		cmd.SL = p
 	}
-	for _, i := range [...]int{v3TPType, v3SLType} {
-		if f := b.f[i]; f.has && string(f.raw) != "CONTRACT_PRICE" && string(f.raw) != "MARK_PRICE" {
+	for bit, i := range [...]int{v3TPType, v3SLType} {
+		f := b.f[i]
+		switch {
+		case !f.has || string(f.raw) == "CONTRACT_PRICE":
+		case string(f.raw) == "MARK_PRICE":
+			cmd.TrigMark |= 1 << bit
+		default:
 			return vcWorking
 		}
 	}
@@ -426,16 +436,20 @@ func buildV2(k *contract, b *ctBody, c *cred, cmd *engine.Cmd) (engine.MarginMod
 		}
 		cmd.Price = p
 	}
-	// presets: checked, not stored yet (issue 46)
+	// presets: stored with the order (see the V3 decoder)
 	if b.f[v2TP].has {
-		if _, e := ctPrice(sp, &b.f[v2TP], dPresetTP, true); e != nil {
+		p, e := ctPrice(sp, &b.f[v2TP], dPresetTP, true)
+		if e != nil {
 			return 0, e
 		}
+		cmd.TP = p
 	}
 	if b.f[v2SL].has {
-		if _, e := ctPrice(sp, &b.f[v2SL], dPresetSL, true); e != nil {
+		p, e := ctPrice(sp, &b.f[v2SL], dPresetSL, true)
+		if e != nil {
 			return 0, e
 		}
+		cmd.SL = p
 	}
 	var mode engine.MarginMode
 	if f := &b.f[v2Margin]; f.has {

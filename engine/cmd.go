@@ -51,7 +51,12 @@ type Cmd struct {
 	// setting applies to; Mode a CmdMarginMode's mode.
 	Pos  PosSide
 	Mode MarginMode
-	Dec  Decision
+	// TP and SL are a contract open's preset take-profit and stop-loss
+	// trigger prices (ticks; 0: none), TrigMark says which of them trigger
+	// on the mark price (bit 0 TP, bit 1 SL) rather than the last trade.
+	TP, SL   Price
+	TrigMark uint8
+	Dec      Decision
 }
 
 // Decision is what a live Apply decided from state shared across shards.

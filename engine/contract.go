@@ -154,6 +154,17 @@ type ctState struct {
 	pages   []*acctPage
 	n       int    // accounts
 	badDebt Amount // losses no one could pay (see the package comment above)
+	// presets holds the take-profit and stop-loss prices of working opens
+	// placed with them, by order id: the plans that attach them to the
+	// position when the order fills come with the risk work.
+	presets map[int64]preset
+}
+
+// preset is an open's take-profit and stop-loss trigger prices (0: none)
+// and which trigger on the mark price (bit 0 TP, bit 1 SL).
+type preset struct {
+	tp, sl Price
+	mark   uint8
 }
 
 type acctPage [listPageSize]*ctAcct
@@ -300,6 +311,9 @@ func (e *Engine) contractHold(c *Cmd, m *market, limit Price) (Amount, Reject) {
 	if c.Pos != Long && c.Pos != Short {
 		return 0, RejectInvalidPositionSide
 	}
+	if r := checkPreset(c, limit); r != OK {
+		return 0, r
+	}
 	_, lev := m.settings(c.User)
 	if !opens(c.Side, c.Pos) {
 		a := m.acct(c.User)
@@ -328,6 +342,28 @@ func (e *Engine) contractHold(c *Cmd, m *market, limit Price) (Amount, Reject) {
 	return res, OK
 }
 
+// checkPreset checks c's presets: only an open has them, none negative,
+// and a limit open's take-profit lies beyond its price in the position's
+// favour (above it for a LONG), its stop-loss on the other side.
+func checkPreset(c *Cmd, limit Price) Reject {
+	if c.TP == 0 && c.SL == 0 && c.TrigMark == 0 {
+		return OK
+	}
+	if !opens(c.Side, c.Pos) || c.TP < 0 || c.SL < 0 || c.TrigMark > 3 {
+		return RejectInvalidTPSL
+	}
+	if c.Type == Limit {
+		up, down := c.TP, c.SL // LONG: TP above the price, SL below
+		if c.Pos == Short {
+			up, down = c.SL, c.TP
+		}
+		if up != 0 && up <= limit || down != 0 && down >= limit {
+			return RejectInvalidTPSL
+		}
+	}
+	return OK
+}
+
 // contractPlaced sets the contract fields of order o, just placed by c.
 func (e *Engine) contractPlaced(m *market, c *Cmd, o *order) {
 	a := m.acctFor(c.User)
@@ -336,6 +372,22 @@ func (e *Engine) contractPlaced(m *market, c *Cmd, o *order) {
 	if !o.opens() {
 		a.pos[c.Pos-1].closing += c.Qty
 	}
+	if c.TP != 0 || c.SL != 0 {
+		if m.ct.presets == nil {
+			m.ct.presets = make(map[int64]preset)
+		}
+		m.ct.presets[o.id] = preset{c.TP, c.SL, c.TrigMark}
+	}
+}
+
+// Preset returns working order id's preset take-profit and stop-loss
+// prices in contract market m (0: none) and their mark-price bits.
+func (e *Engine) Preset(m MarketID, id int64) (tp, sl Price, mark uint8) {
+	if mk := e.market(m); mk != nil && mk.ct != nil {
+		p := mk.ct.presets[id]
+		return p.tp, p.sl, p.mark
+	}
+	return 0, 0, 0
 }
 
 // release gives back what working order o still holds: a spot order's or
@@ -351,6 +403,7 @@ func (e *Engine) release(m *market, o *order) {
 		e.credit(o.user, coin, o.reserved)
 	case o.opens():
 		e.credit(o.user, s.Margin, o.reserved)
+		delete(m.ct.presets, o.id) // a no-op on a nil or empty map
 	default:
 		m.acct(o.user).pos[o.pos-1].closing -= o.qty - o.filled
 	}
@@ -677,7 +730,9 @@ func (e *Engine) BadDebt(id MarketID) Amount {
 // encoding (after its book): i64 badDebt | u32 n | n x (u32 user | u8
 // mode | i32 levLong | i32 levShort | 2 x position), users ascending;
 // position: 10 x i64 (size, openValue, margin, closing, openQty,
-// closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64 updatedMs.
+// closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64
+// updatedMs; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
+// the working opens' presets by ascending id.
 func appendContract(dst []byte, ct *ctState) []byte {
 	dst = le.AppendUint64(dst, uint64(ct.badDebt))
 	dst = le.AppendUint32(dst, uint32(ct.n))
@@ -695,6 +750,19 @@ func appendContract(dst []byte, ct *ctState) []byte {
 			}
 		}
 	})
+	ids := make([]int64, 0, len(ct.presets))
+	for id := range ct.presets {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	dst = le.AppendUint32(dst, uint32(len(ids)))
+	for _, id := range ids {
+		p := ct.presets[id]
+		dst = le.AppendUint64(dst, uint64(id))
+		dst = le.AppendUint64(dst, uint64(p.tp))
+		dst = le.AppendUint64(dst, uint64(p.sl))
+		dst = append(dst, p.mark)
+	}
 	return dst
 }
 
@@ -720,6 +788,18 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 		}
 		prev = u
 		m.ct.put(u, a)
+	}
+	k := int(r.u32())
+	for i := 0; i < k && r.err == nil; i++ {
+		id := r.i64()
+		p := preset{Price(r.i64()), Price(r.i64()), r.u8()}
+		if m.ids.get(&e.pool, id) == 0 {
+			return fmt.Errorf("engine: snapshot preset of order %d, which is not working", id)
+		}
+		if m.ct.presets == nil {
+			m.ct.presets = make(map[int64]preset)
+		}
+		m.ct.presets[id] = p
 	}
 	return r.err
 }
@@ -766,6 +846,11 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 	})
 	if err != nil {
 		return 0, 0, err
+	}
+	for id := range m.ct.presets {
+		if h := m.ids.get(&e.pool, id); h == 0 || !e.pool.get(h).opens() {
+			return 0, 0, fmt.Errorf("engine: %s: preset of order %d, which is not a working open", s.Symbol, id)
+		}
 	}
 	if longQty != shortQty {
 		return 0, 0, fmt.Errorf("engine: %s: long size %d, short size %d", s.Symbol, longQty, shortQty)

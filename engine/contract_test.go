@@ -367,3 +367,47 @@ func TestContractRejects(t *testing.T) {
 	}
 	w2.wallet(10, "100", "0")
 }
+
+// TestContractPresets: an open's take-profit and stop-loss presets are
+// kept while it works (journaled, in snapshots and the state hash), and
+// refused on a close or on the wrong side of the order's price.
+func TestContractPresets(t *testing.T) {
+	w := newCtWorld(t)
+	w.deposit(10, "10000")
+	w.deposit(11, "10000")
+	c := w.order(10, engine.Buy, engine.Long, "30000", "0.1")
+	c.TP, c.SL, c.TrigMark = w.price("31000"), w.price("29000"), 2
+	w.ok(c)
+	id := w.out.Order().OrderID
+	if tp, sl, mark := w.e.Preset(w.ct.ID, id); tp != c.TP || sl != c.SL || mark != 2 {
+		t.Fatalf("preset %d %d %d", tp, sl, mark)
+	}
+	bad := w.order(10, engine.Buy, engine.Long, "30000", "0.1")
+	bad.TP = w.price("29999.9") // a LONG's take-profit below its price
+	w.reject(engine.RejectInvalidTPSL, bad)
+	bad = w.order(11, engine.Sell, engine.Short, "30100", "0.1")
+	bad.SL = w.price("30000") // a SHORT's stop-loss below its price
+	w.reject(engine.RejectInvalidTPSL, bad)
+	bad.SL, bad.TrigMark = 0, 4
+	w.reject(engine.RejectInvalidTPSL, bad)
+	// a SHORT with presets fills the LONG: both orders finish, presets go
+	sh := w.order(11, engine.Sell, engine.Short, "30000", "0.1")
+	sh.TP, sh.SL = w.price("28000"), w.price("32000")
+	w.ok(sh)
+	if tp, sl, _ := w.e.Preset(w.ct.ID, id); tp != 0 || sl != 0 {
+		t.Fatalf("a filled order keeps its preset %d %d", tp, sl)
+	}
+	// a close has none
+	cl := w.order(10, engine.Sell, engine.Long, "31000", "0.1")
+	cl.TP = w.price("30000")
+	w.reject(engine.RejectInvalidTPSL, cl)
+	// a cancelled open's preset goes with it
+	c = w.order(10, engine.Buy, engine.Long, "29500", "0.1")
+	c.SL = w.price("29000")
+	w.ok(c)
+	id = w.out.Order().OrderID
+	w.ok(engine.Cmd{Kind: engine.CmdCancel, UID: 10, OrderID: id})
+	if _, sl, _ := w.e.Preset(w.ct.ID, id); sl != 0 {
+		t.Fatal("a cancelled order keeps its preset")
+	}
+}

@@ -34,6 +34,7 @@ const (
 	RejectInvalidLeverage   // outside [minLeverage, maxLeverage]
 	RejectPositionExists    // a setting that cannot change with a position (or orders)
 	RejectInvalidMarginMode // not CROSSED/ISOLATED, or an isolated-only change on cross
+	RejectInvalidTPSL       // a preset on a close, or on the wrong side of the order's price
 	rejectCount
 )
 
@@ -71,6 +72,7 @@ var rejectNames = [...]string{
 	RejectInvalidLeverage:        "INVALID_LEVERAGE",
 	RejectPositionExists:         "POSITION_OR_ORDERS_EXIST",
 	RejectInvalidMarginMode:      "INVALID_MARGIN_MODE",
+	RejectInvalidTPSL:            "INVALID_TP_SL",
 }
 
 // String returns the stable upper-case name clients see as errorCode.

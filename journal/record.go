@@ -59,8 +59,10 @@ const (
 	fAmount
 	fReferrer
 	fText
-	fFlags // contracts: Pos | Mode<<2
-	fAll   = 1<<11 - 1
+	fFlags // contracts: Pos | Mode<<8 | TrigMark<<16
+	fTP    // contracts: preset take-profit price
+	fSL    // contracts: preset stop-loss price
+	fAll   = 1<<13 - 1
 )
 
 // appendCmd encodes c.
@@ -97,8 +99,10 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 	set(fAmount, int64(c.Amount))
 	set(fReferrer, c.Referrer)
 	set(fText, int64(c.Text.N))
-	flags := uint64(c.Pos) | uint64(c.Mode)<<8
+	flags := uint64(c.Pos) | uint64(c.Mode)<<8 | uint64(c.TrigMark)<<16
 	set(fFlags, int64(flags))
+	set(fTP, int64(c.TP))
+	set(fSL, int64(c.SL))
 	dst = le.AppendUint16(dst, mask)
 	if mask&fMarket != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.Market))
@@ -133,6 +137,12 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 	}
 	if mask&fFlags != 0 {
 		dst = binary.AppendUvarint(dst, flags)
+	}
+	if mask&fTP != 0 {
+		dst = binary.AppendVarint(dst, int64(c.TP))
+	}
+	if mask&fSL != 0 {
+		dst = binary.AppendVarint(dst, int64(c.SL))
 	}
 	return dst
 }
@@ -198,10 +208,16 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	}
 	if mask&fFlags != 0 {
 		f := r.uvarint()
-		c.Pos, c.Mode = engine.PosSide(f&0xFF), engine.MarginMode(f>>8&0xFF)
-		if f>>16 != 0 {
+		c.Pos, c.Mode, c.TrigMark = engine.PosSide(f&0xFF), engine.MarginMode(f>>8&0xFF), uint8(f>>16&0xFF)
+		if f>>24 != 0 {
 			return nil, ErrCorrupt
 		}
+	}
+	if mask&fTP != 0 {
+		c.TP = engine.Price(r.varint())
+	}
+	if mask&fSL != 0 {
+		c.SL = engine.Price(r.varint())
 	}
 	if r.bad {
 		return nil, ErrCorrupt

@@ -114,6 +114,38 @@ func (g *Gen) posOrder(c *engine.Cmd, m *RefMarket) {
 	c.Qty = engine.Qty(g.ctQty(m))
 }
 
+// preset gives about one order in six take-profit and stop-loss presets
+// around its price, some on the wrong side, some on closes, a few with
+// bad mark bits (all refused).
+func (g *Gen) preset(c *engine.Cmd, unit int64) {
+	if g.R.IntN(6) != 0 {
+		return
+	}
+	p := int64(c.Price)
+	if p == 0 {
+		p = 1000 * unit
+	}
+	up, down := p+(1+g.R.Int64N(50))*unit, max(1, p-(1+g.R.Int64N(50))*unit)
+	if g.R.IntN(10) == 0 {
+		up, down = down, up // the wrong side
+	}
+	if c.Pos == engine.Short {
+		up, down = down, up
+	}
+	switch g.R.IntN(3) {
+	case 0:
+		c.TP = engine.Price(up)
+	case 1:
+		c.SL = engine.Price(down)
+	default:
+		c.TP, c.SL = engine.Price(up), engine.Price(down)
+	}
+	c.TrigMark = uint8(g.R.IntN(4))
+	if g.R.IntN(40) == 0 {
+		c.TrigMark = 4
+	}
+}
+
 // ctUser picks a contract command's user: the insurance account (index 1)
 // trades now and then (its own losses are not its to pay), but less, so
 // that its fund runs dry and losses become bad debt.
@@ -181,6 +213,7 @@ func (g *Gen) nextContract() engine.Cmd {
 			}
 			c.Price = engine.Price(max(1, ref-j))
 		}
+		g.preset(&c, unit)
 		g.cid(&c)
 	case k < 430: // market order
 		c.Kind, c.Type = engine.CmdPlace, engine.Market
@@ -188,6 +221,7 @@ func (g *Gen) nextContract() engine.Cmd {
 		if g.R.IntN(3) == 0 {
 			c.TIF = engine.GTC // ignored for market orders
 		}
+		g.preset(&c, unit)
 		g.cid(&c)
 	case k < 490: // deep resting orders keep books populated
 		c.Kind, c.Type, c.TIF = engine.CmdPlace, engine.Limit, engine.GTC

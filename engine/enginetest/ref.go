@@ -130,6 +130,8 @@ type RefOrder struct {
 	CID      string
 	Pos      engine.PosSide // contract orders: the position side
 	Lev      int32          // contract orders: the leverage at placement
+	TP, SL   int64          // contract opens: preset take-profit and stop-loss prices (0: none)
+	Mark     uint8          // which presets trigger on the mark price
 }
 
 func rat(s string) *big.Rat {
@@ -629,6 +631,7 @@ func (r *Ref) place(c *engine.Cmd) engine.Reject {
 		Price: lim, Qty: qty, Reserved: res, TimeMs: r.timeMs, UpdateMs: r.timeMs, CID: cid}
 	if m.Contract {
 		r.contractPlaced(m, o, c.Pos, lev)
+		o.TP, o.SL, o.Mark = int64(c.TP), int64(c.SL), c.TrigMark
 	}
 	bounded := false
 	if lim > 0 && (tif != engine.FOK || r.fillable(m, o)) {

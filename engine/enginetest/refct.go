@@ -44,6 +44,7 @@ package enginetest
 //     of a position, keeping at least ceil(openValue/lev).
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math/big"
 	"slices"
@@ -138,6 +139,22 @@ func (m *RefMarket) hold(p, q int64, lev int32) (int64, bool) {
 func (r *Ref) contractHold(m *RefMarket, c *engine.Cmd, lim int64) (int64, int32, engine.Reject) {
 	if c.Pos != engine.Long && c.Pos != engine.Short {
 		return 0, 0, engine.RejectInvalidPositionSide
+	}
+	if c.TP != 0 || c.SL != 0 || c.TrigMark != 0 {
+		// presets: an open's only, not negative; a limit LONG's take-profit
+		// above its price and stop-loss below (SHORT: the reverse)
+		bad := !opens(c.Side, c.Pos) || c.TP < 0 || c.SL < 0 || c.TrigMark > 3
+		if c.Type == engine.Limit && !bad {
+			p, tp, sl := int64(c.Price), int64(c.TP), int64(c.SL)
+			if c.Pos == engine.Long {
+				bad = tp != 0 && tp <= p || sl != 0 && sl >= p
+			} else {
+				bad = tp != 0 && tp >= p || sl != 0 && sl <= p
+			}
+		}
+		if bad {
+			return 0, 0, engine.RejectInvalidTPSL
+		}
 	}
 	_, lev := m.settings(c.User)
 	ps := m.position(c.User, c.Pos)
@@ -498,6 +515,21 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 				b = le.AppendUint64(b, uint64(v))
 			}
 		}
+	}
+	// the working opens' presets, by ascending order id
+	var ps []*RefOrder
+	for _, o := range m.Orders {
+		if o.TP != 0 || o.SL != 0 {
+			ps = append(ps, o)
+		}
+	}
+	slices.SortFunc(ps, func(x, y *RefOrder) int { return cmp.Compare(x.ID, y.ID) })
+	b = le.AppendUint32(b, uint32(len(ps)))
+	for _, o := range ps {
+		b = le.AppendUint64(b, uint64(o.ID))
+		b = le.AppendUint64(b, uint64(o.TP))
+		b = le.AppendUint64(b, uint64(o.SL))
+		b = append(b, o.Mark)
 	}
 	return b
 }
