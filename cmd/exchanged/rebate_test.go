@@ -260,3 +260,62 @@ func TestRebates(t *testing.T) {
 		t.Fatalf("settle after the restart: paid %d, before %d; want 0, 3", paid, before)
 	}
 }
+
+// TestFuturesRebates: a referred user's contract fees are settled as
+// productType FUTURES: the record through the endpoint, the commission
+// out of the fee account's futures wallet into the broker's spot wallet.
+func TestFuturesRebates(t *testing.T) {
+	cfg := rebateConfig(t)
+	s := startServerConfig(t, cfg, "", "-dev-clock")
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+	date := day.Format("2006-01-02")
+	clock := func(at time.Time) {
+		t.Helper()
+		if res := s.do(req{method: "POST", path: "/admin/v1/clock", body: fmt.Sprintf(`{"nowMs":%d}`, at.UnixMilli()), admin: true}); res.status != 200 {
+			t.Fatalf("clock: %d %s", res.status, res.body)
+		}
+	}
+	clock(day.Add(12 * time.Hour))
+	// A (referred by broker 1, 25%) opens LONG 0.1 at 30000 as maker: fee
+	// 0.02% of 3000 = 0.6 USDT; B (no broker) opens SHORT as taker: 1.8.
+	var o struct{ Status string }
+	s.post(&userA, "/capi/v3/order", `{"symbol":"BTCUSDT","side":"BUY","positionSide":"LONG","type":"LIMIT","quantity":"0.1","price":"30000"}`, &o)
+	s.post(&userB, "/capi/v3/order", `{"symbol":"BTCUSDT","side":"SELL","positionSide":"SHORT","type":"LIMIT","quantity":"0.1","price":"30000"}`, &o)
+	if o.Status != "FILLED" {
+		t.Fatalf("B's short: %+v", o)
+	}
+	clock(day.Add(24*time.Hour + 30*time.Second))
+	const path = "/api/v3/apiReferral/rebate/recentRecord?productType=FUTURES"
+	var pg rebatePage
+	for end := time.Now().Add(20 * time.Second); pg.Total == 0 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		s.get(&broker1, path, &pg)
+	}
+	if pg.Total != 1 || len(pg.Records) != 1 {
+		t.Fatalf("futures records: %+v", pg)
+	}
+	r := pg.Records[0]
+	r.UpdateTime = ""
+	want := rebateRecord{Symbol: "BTCUSDT", DealAmount: "3000.00000000", Fee: "0.60000000", FeeDeduction: "0", RebateRate: "0.25000000",
+		CommissionAsset: "USDT", Commission: "0.15000000", TotalRebateUsdtAmount: "0.15000000",
+		SettleStartTime: date + " 00:00:00", SettleEndTime: date + " 23:59:59"}
+	if r != want {
+		t.Fatalf("futures record:\n got %+v\nwant %+v", r, want)
+	}
+	s.get(&broker1, "/api/v3/apiReferral/rebate/recentRecord?productType=SPOT", &pg)
+	if pg.Total != 0 {
+		t.Fatalf("spot records: %+v", pg)
+	}
+	s.get(&broker1, "/api/v3/apiReferral/rebate/recentRecord?productType=FUTURES&symbol=BTCUSDT", &pg)
+	if pg.Total != 1 {
+		t.Fatalf("futures records by symbol: %+v", pg)
+	}
+	var bals []struct{ Wallet, Coin, Available, Frozen string }
+	s.ok(req{method: "GET", path: "/admin/v1/balances?uid=20001", admin: true}, &bals)
+	if bals[1].Coin != "USDT" || bals[1].Wallet != "spot" || bals[1].Available != "0.15000000" {
+		t.Fatalf("broker 1's balances: %+v", bals)
+	}
+	s.ok(req{method: "GET", path: "/admin/v1/balances?uid=1", admin: true}, &bals)
+	if bals[4].Coin != "USDT" || bals[4].Wallet != "futures" || bals[4].Available != "2.25000000" {
+		t.Fatalf("the fee account's balances: %+v", bals)
+	}
+}
