@@ -218,6 +218,7 @@ type position struct {
 	openValue Amount // entry value of size (entry price = openValue / size)
 	margin    Amount // frozen in the futures wallet for this position
 	closing   Qty    // remaining quantity of the user's working closes on it
+	opening   Qty    // remaining quantity of the user's working opens on this side
 	openQty   Qty    // cumulative
 	closeQty  Qty
 	openVal   Amount // cumulative entry value opened
@@ -325,9 +326,9 @@ func (e *Engine) contractHold(c *Cmd, m *market, limit Price) (Amount, Reject) {
 		}
 		return 0, OK
 	}
-	var size Qty
+	var size Qty // the position and the user's working opens on its side
 	if a := m.acct(c.User); a != nil {
-		size = a.pos[c.Pos-1].size
+		size = a.pos[c.Pos-1].size + a.pos[c.Pos-1].opening
 	}
 	if c.Qty > s.MaxPosQty-size {
 		return 0, RejectPositionTooLarge
@@ -369,7 +370,9 @@ func (e *Engine) contractPlaced(m *market, c *Cmd, o *order) {
 	a := m.acctFor(c.User)
 	o.pos = c.Pos
 	o.lev = uint8(a.lev[c.Pos-1])
-	if !o.opens() {
+	if o.opens() {
+		a.pos[c.Pos-1].opening += c.Qty
+	} else {
 		a.pos[c.Pos-1].closing += c.Qty
 	}
 	if c.TP != 0 || c.SL != 0 {
@@ -403,6 +406,7 @@ func (e *Engine) release(m *market, o *order) {
 		e.credit(o.user, coin, o.reserved)
 	case o.opens():
 		e.credit(o.user, s.Margin, o.reserved)
+		m.acct(o.user).pos[o.pos-1].opening -= o.qty - o.filled
 		delete(m.ct.presets, o.id) // a no-op on a nil or empty map
 	default:
 		m.acct(o.user).pos[o.pos-1].closing -= o.qty - o.filled
@@ -473,6 +477,7 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 			ps.createdMs = e.timeMs
 		}
 		ps.size += q
+		ps.opening -= q
 		ps.openValue += notional
 		ps.margin += margin
 		ps.openQty += q
@@ -731,7 +736,7 @@ func (e *Engine) BadDebt(id MarketID) Amount {
 // mode | i32 levLong | i32 levShort | 2 x position), users ascending;
 // position: 10 x i64 (size, openValue, margin, closing, openQty,
 // closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64
-// updatedMs; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
+// updatedMs | i64 opening; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
 // the working opens' presets by ascending id.
 func appendContract(dst []byte, ct *ctState) []byte {
 	dst = le.AppendUint64(dst, uint64(ct.badDebt))
@@ -745,7 +750,7 @@ func appendContract(dst []byte, ct *ctState) []byte {
 			p := &a.pos[i]
 			for _, v := range [...]int64{int64(p.size), int64(p.openValue), int64(p.margin), int64(p.closing),
 				int64(p.openQty), int64(p.closeQty), int64(p.openVal), int64(p.closeVal), int64(p.fees), int64(p.realized),
-				p.createdMs, p.updatedMs} {
+				p.createdMs, p.updatedMs, int64(p.opening)} {
 				dst = le.AppendUint64(dst, uint64(v))
 			}
 		}
@@ -782,6 +787,7 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 			p.size, p.openValue, p.margin, p.closing = Qty(r.i64()), Amount(r.i64()), Amount(r.i64()), Qty(r.i64())
 			p.openQty, p.closeQty, p.openVal, p.closeVal = Qty(r.i64()), Qty(r.i64()), Amount(r.i64()), Amount(r.i64())
 			p.fees, p.realized, p.createdMs, p.updatedMs = Amount(r.i64()), Amount(r.i64()), r.i64(), r.i64()
+			p.opening = Qty(r.i64())
 		}
 		if m.ct.get(u) != nil || i > 0 && u <= prev {
 			return fmt.Errorf("engine: snapshot positions out of user order at %d", u)
@@ -810,7 +816,7 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 // m's long and short open value and sizes.
 func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) (longVal, shortVal Amount, err error) {
 	s := m.spec
-	closing := make(map[[2]uint32]Qty)
+	closing, opening := make(map[[2]uint32]Qty), make(map[[2]uint32]Qty)
 	for _, sd := range [2]*side{&m.bids, &m.asks} {
 		for _, lh := range sd.lvls {
 			for h := e.lvls.get(lh).head; h != 0; h = e.pool.ln(h).next {
@@ -818,7 +824,9 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 				if o.pos != Long && o.pos != Short || o.lev == 0 {
 					return 0, 0, fmt.Errorf("engine: %s: order %d has no position side or leverage", s.Symbol, o.id)
 				}
-				if !o.opens() {
+				if o.opens() {
+					opening[[2]uint32{uint32(o.user), uint32(o.pos)}] += o.qty - o.filled
+				} else {
 					closing[[2]uint32{uint32(o.user), uint32(o.pos)}] += o.qty - o.filled
 				}
 			}
@@ -830,6 +838,9 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 			p := &a.pos[i]
 			if want := closing[[2]uint32{uint32(u), uint32(i + 1)}]; p.closing != want && err == nil {
 				err = fmt.Errorf("engine: %s: user %d side %d: closing %d, working closes %d", s.Symbol, u, i+1, p.closing, want)
+			}
+			if want := opening[[2]uint32{uint32(u), uint32(i + 1)}]; p.opening != want && err == nil {
+				err = fmt.Errorf("engine: %s: user %d side %d: opening %d, working opens %d", s.Symbol, u, i+1, p.opening, want)
 			}
 			if (p.size < 0 || p.closing > p.size || p.margin < 0 || p.openValue < 0 || p.size == 0 && (p.openValue != 0 || p.margin != 0)) && err == nil {
 				err = fmt.Errorf("engine: %s: user %d side %d: bad position %+v", s.Symbol, u, i+1, *p)

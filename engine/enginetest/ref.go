@@ -857,6 +857,7 @@ func (r *Ref) release(m *RefMarket, o *RefOrder) {
 		m.Accts[o.User].Pos[o.Pos-1].Closing -= o.Qty - o.Filled
 	case m.Contract:
 		r.cell(o.User, m.Margin).Avail += o.Reserved
+		m.Accts[o.User].Pos[o.Pos-1].Opening -= o.Qty - o.Filled
 	case o.Side == engine.Buy:
 		r.cell(o.User, m.Quote).Avail += o.Reserved
 	default:

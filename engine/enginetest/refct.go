@@ -66,6 +66,7 @@ type RefPosition struct {
 	OpenVal, CloseVal                int64
 	Fees, Realized                   int64
 	CreatedMs, UpdatedMs             int64
+	Opening                          int64 // the working opens' remaining quantity on this side
 }
 
 // AddContract adds contract market id with config c (ids ascending).
@@ -168,9 +169,9 @@ func (r *Ref) contractHold(m *RefMarket, c *engine.Cmd, lim int64) (int64, int32
 		}
 		return 0, lev[c.Pos-1], engine.OK
 	}
-	size := int64(0)
+	size := int64(0) // counting working opens: a position could otherwise pass the limit
 	if ps != nil {
-		size = ps.Size
+		size = ps.Size + ps.Opening
 	}
 	if size+qty > m.MaxPos {
 		return 0, 0, engine.RejectPositionTooLarge
@@ -192,6 +193,8 @@ func (r *Ref) contractPlaced(m *RefMarket, o *RefOrder, p engine.PosSide, lev in
 	o.Pos, o.Lev = p, lev
 	if !opens(o.Side, p) {
 		a.Pos[p-1].Closing += o.Qty
+	} else {
+		a.Pos[p-1].Opening += o.Qty
 	}
 }
 
@@ -261,6 +264,7 @@ func (r *Ref) settle(m *RefMarket, o *RefOrder, q, n int64, rate *big.Rat) (f, p
 		ps.OpenValue += n
 		ps.Margin += margin
 		ps.OpenQty += q
+		ps.Opening -= q
 		ps.OpenVal += n
 		w.Avail += part - f - margin
 		delta = -f
@@ -511,7 +515,7 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 		b = le.AppendUint32(b, uint32(a.Lev[1]))
 		for _, p := range a.Pos {
 			for _, v := range []int64{p.Size, p.OpenValue, p.Margin, p.Closing, p.OpenQty, p.CloseQty,
-				p.OpenVal, p.CloseVal, p.Fees, p.Realized, p.CreatedMs, p.UpdatedMs} {
+				p.OpenVal, p.CloseVal, p.Fees, p.Realized, p.CreatedMs, p.UpdatedMs, p.Opening} {
 				b = le.AppendUint64(b, uint64(v))
 			}
 		}
