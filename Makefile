@@ -9,7 +9,7 @@ GOFLAGS := -buildvcs=false
 GOAMD64 ?= $(shell tools/goamd64.sh)
 export GOAMD64
 
-.PHONY: all build run test test-short bench bench-quick bench-model pgo soak fuzz clean ccxt
+.PHONY: all build run test test-short bench bench-quick bench-contracts bench-model pgo soak fuzz clean ccxt
 
 all: build
 
@@ -65,6 +65,14 @@ bench-quick:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
 	./$(BIN)/benchrun -out results -quick
+
+# the load sweeps of make bench alone: spot-only and 30% contract REST
+# mixes against one server, side by side with the bare target (no go
+# benchmarks; bench/README.md, "The contract mix")
+bench-contracts:
+	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
+	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
+	./$(BIN)/benchrun -out results -skip-engine -skip-core -skip-edge -contracts 0,0.3
 
 # instructions and simulated cache misses of the engine benchmark's timed
 # part: deterministic, for comparing engine changes on a noisy machine

@@ -33,10 +33,18 @@ type Options struct {
 	Command    string // how the run was started, for the report
 	Quick      bool
 
-	Seed     uint64
-	Users    int
-	Conns    int
-	Markets  []load.Market
+	Seed    uint64
+	Users   int
+	Conns   int
+	Markets []load.Market
+	// Contracts are the perpetual contracts the server is configured with
+	// when a mix sends orders to them.
+	Contracts []load.Market
+	// Mixes are the REST sweeps, one per entry: the share of order
+	// placements (and so of cancels) sent to contracts (load.Mix.Contracts).
+	// The sweeps run against one server, taking turns step by step with
+	// each other and the bare sweep. Empty: one spot-only sweep.
+	Mixes    []float64
 	Place    float64
 	Take     float64
 	Populate int // resting orders per market before the steps
@@ -68,9 +76,10 @@ type Run struct {
 	Dirty    []string
 	DataFS   string
 
-	Engine, Core, Edge    *GoRun // Core: the runtime's benchmarks, ./core/
-	EngineLatency         *GoRun // BenchmarkMixedLatency: one command's time, percentiles
-	REST, Bare            *Sweep
+	Engine, Core, Edge    *GoRun   // Core: the runtime's benchmarks, ./core/
+	EngineLatency         *GoRun   // BenchmarkMixedLatency: one command's time, percentiles
+	REST, Bare            *Sweep   // REST: the first of RESTs
+	RESTs                 []*Sweep // one per Opts.Mixes, in order (nil: setup failed)
 	RESTErr, BareErr      string
 	Setup                 []string // setup notes (users, population timings)
 	ServerLog, ServerArgs string
@@ -163,12 +172,24 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	if !o.SkipEdge {
 		r.Edge = goBench("edge", "./edge/", ".", o.BenchTime, 1)
 	}
-	// The two sweeps run at once, taking turns step by step (Baton), and
-	// share what is left of the time.
+	// The sweeps (one REST sweep per mix, and the bare one) run at once,
+	// taking turns step by step (Baton), and share what is left of the
+	// time.
 	r.Opts.Search.Deadline = end
-	if !o.SkipREST && !o.SkipBare {
+	if len(r.Opts.Mixes) == 0 {
+		r.Opts.Mixes = []float64{0}
+	}
+	sweeps := 0
+	if !o.SkipREST {
+		sweeps += len(r.Opts.Mixes)
+	}
+	if !o.SkipBare {
+		sweeps++
+	}
+	if sweeps > 1 {
 		r.Opts.Search.Turn = NewBaton()
 	}
+	r.Opts.Search.Sharing = sweeps
 	var wg sync.WaitGroup
 	if !o.SkipREST {
 		wg.Go(func() {
@@ -224,7 +245,13 @@ func runREST(r *Run) error {
 	probe("before the sweep")
 	defer probe("after the sweep")
 	token := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	cfg, err := ServerConfig(o.Markets, token)
+	var contracts []load.Market
+	for _, share := range o.Mixes {
+		if share > 0 {
+			contracts = o.Contracts
+		}
+	}
+	cfg, err := ServerConfigWith(o.Markets, contracts, token)
 	if err != nil {
 		return err
 	}
@@ -256,34 +283,87 @@ func runREST(r *Run) error {
 	}
 	t0 := time.Now()
 	a := &load.Admin{Addr: admin, Token: token}
-	users, err := a.CreateUsers(o.Users, 8, load.DefaultDeposits(o.Markets))
+	deposits := append(load.DefaultDeposits(o.Markets), load.DefaultFuturesDeposits(contracts)...)
+	users, err := a.CreateUsers(o.Users, 8, deposits)
 	if err != nil {
 		return err
 	}
-	note := fmt.Sprintf("created and funded %d users through the admin API in %v", len(users), time.Since(t0).Round(time.Millisecond))
+	wallets := ""
+	if len(contracts) > 0 {
+		wallets = " (spot and futures wallets)"
+	}
+	note := fmt.Sprintf("created and funded%s %d users through the admin API in %v", wallets, len(users), time.Since(t0).Round(time.Millisecond))
 	fmt.Fprintln(pr, "bench: "+note)
 	r.Setup = append(r.Setup, note)
-	g, err := load.New(load.Target{Addr: rest, Users: users, Markets: o.Markets, Conns: o.Conns},
-		load.Mix{Place: o.Place, Take: o.Take, Seed: o.Seed})
-	if err != nil {
-		return err
+	// One generator per mix, the same users and seed: a spot-only mix
+	// draws the same requests as before contracts existed.
+	gens := make([]*load.Generator, len(o.Mixes))
+	pop := 0 // the generator that populates the books: one with contracts if any
+	for i, share := range o.Mixes {
+		t := load.Target{Addr: rest, Users: users, Markets: o.Markets, Conns: o.Conns}
+		if share > 0 {
+			t.Contracts = contracts
+			if o.Mixes[pop] == 0 {
+				pop = i
+			}
+		}
+		g, err := load.New(t, load.Mix{Place: o.Place, Take: o.Take, Contracts: share, Seed: o.Seed})
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		gens[i] = g
 	}
-	defer g.Close()
 	t0 = time.Now()
-	failed, first := g.Populate(o.Populate)
-	note = fmt.Sprintf("pre-populated %d resting orders per market (%d markets) in %v, %d failed %s", o.Populate, len(o.Markets), time.Since(t0).Round(time.Millisecond), failed, first)
+	failed, first := gens[pop].Populate(o.Populate)
+	books := len(o.Markets)
+	if o.Mixes[pop] > 0 {
+		books += len(contracts)
+	}
+	note = fmt.Sprintf("pre-populated %d resting orders per market (%d markets, %d of them contracts) in %v, %d failed %s", o.Populate, books, books-len(o.Markets), time.Since(t0).Round(time.Millisecond), failed, first)
 	fmt.Fprintln(pr, "bench: "+note)
 	r.Setup = append(r.Setup, note)
-	if failed > int64(o.Populate*len(o.Markets))/10 {
+	if failed > int64(o.Populate*books)/10 {
 		return fmt.Errorf("suite: populating the books failed: %d failed, first: %s", failed, first)
 	}
-	warm(g, o, pr, "rest")
+	for i, g := range gens {
+		warm(g, o, pr, SweepName(o.Mixes[i]))
+	}
 	search := o.Search
 	search.ProbeDir = dataDir
 	turn.give()
-	r.REST = RunSearch("rest", g, search, srv.Counters, a.Metrics, pr)
+	sweeps := make([]*Sweep, len(gens))
+	var wg sync.WaitGroup
+	for i, g := range gens {
+		wg.Go(func() {
+			sweeps[i] = RunSearch(SweepName(o.Mixes[i]), g, search, srv.Counters, a.Metrics, pr)
+			sweeps[i].Mix = MixName(o.Mixes[i])
+			sweeps[i].Contracts = o.Mixes[i]
+		})
+	}
+	wg.Wait()
+	r.RESTs, r.REST = sweeps, sweeps[0]
 	turn.take()
 	return nil
+}
+
+// SweepName names a REST sweep by its contract share (load.Mix.Contracts):
+// "rest" for spot only, "rest-ct30" for 30% contracts. Its files
+// (rest-ct30-01-1000.hgrm) and progress lines carry it.
+func SweepName(share float64) string {
+	if share <= 0 {
+		return "rest"
+	}
+	return fmt.Sprintf("rest-ct%.0f", share*100)
+}
+
+// MixName labels a REST sweep's mix in the report: "spot only", "30%
+// contracts".
+func MixName(share float64) string {
+	if share <= 0 {
+		return "spot only"
+	}
+	return fmt.Sprintf("%.0f%% contracts", share*100)
 }
 
 func runBare(r *Run) error {

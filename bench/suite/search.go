@@ -48,19 +48,22 @@ type Search struct {
 	Deadline time.Time
 	// ProbeDir, if set, gets a 20-fsync probe before every step.
 	ProbeDir string
-	// Turn, if set, is held for each step: two sweeps sharing one Turn
-	// take their steps in alternation (see Baton).
+	// Turn, if set, is held for each step: sweeps sharing one Turn take
+	// their steps in alternation (see Baton).
 	Turn Baton
+	// Sharing is how many sweeps share Turn (for the time budget: the
+	// others' steps come between one's; 0: two when Turn is set).
+	Sharing int
 }
 
-// Baton makes two sweeps take turns, step by step, so that the REST and
-// the bare target see the same phases of a shared machine (on this VM the
-// same binary's speed moves by a third from one minute to the next, and a
-// ratio of two sweeps run one after the other measured the phases as much
-// as the targets). Whoever holds it runs alone; giving it hands it to the
-// sweep waiting for it (a channel's send goes to a waiting receiver first),
-// or back to the giver when the other sweep has ended. A nil Baton does
-// nothing.
+// Baton makes sweeps take turns, step by step, so that the REST and the
+// bare target see the same phases of a shared machine (on this VM the same
+// binary's speed moves by a third from one minute to the next, and a ratio
+// of two sweeps run one after the other measured the phases as much as the
+// targets). Whoever holds it runs alone; giving it hands it to the sweep
+// that has waited longest (a channel's send goes to its first waiting
+// receiver), so three sweeps go round in turn, or back to the giver when
+// the others have ended. A nil Baton does nothing.
 type Baton chan struct{}
 
 // NewBaton returns a baton that nobody holds yet.
@@ -90,6 +93,11 @@ type Sweep struct {
 	Half       *StepResult // the step at half the saturation rate
 	Capped     bool        // every step passed up to Search.Max
 	OutOfTime  bool        // the search stopped at the run's time budget
+	// Mix labels a REST sweep's request mix ("spot only", "30%
+	// contracts"; "": the bare target's, or a run before contracts), and
+	// Contracts is its share of orders on contracts.
+	Mix       string
+	Contracts float64
 }
 
 // RunSearch steps g's rate up until a step fails, refines between the last
@@ -161,7 +169,7 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 	fits := func(dur time.Duration) bool {
 		ahead := dur + s.HalfDur + 2*(s.Pause+s.Lead) + s.Duration/2
 		if s.Turn != nil {
-			ahead *= 2 // the other sweep's steps come in between
+			ahead *= time.Duration(max(s.Sharing, 2)) // the other sweeps' steps come in between
 		}
 		return s.Deadline.IsZero() || time.Now().Add(ahead).Before(s.Deadline)
 	}

@@ -64,6 +64,21 @@ func writeReport(r *Run) (string, error) {
 	t.Add("connections", fmt.Sprintf("%d keep-alive, one worker each", o.Conns))
 	t.Add("mix", fmt.Sprintf("%.0f%% placements (%.0f%% of them IOC orders crossing the spread, the rest GTC makers inside ±spread), %.0f%% cancels of the generator's oldest own resting order (a placement when it has none)",
 		o.Place*100, o.Take*100, (1-o.Place)*100))
+	if rests := restSweeps(r); len(rests) > 1 || len(rests) == 1 && rests[0].Contracts > 0 {
+		var names []string
+		for _, sw := range rests {
+			names = append(names, "`"+sw.Name+"`: "+sw.Mix)
+		}
+		var cs []string
+		for _, m := range o.Contracts {
+			cs = append(cs, m.Symbol+" ("+m.V2Symbol+")")
+		}
+		t.Add("REST mixes", fmt.Sprintf("%s (one REST sweep each, against the same server, taking turns step by step with each other and the bare sweep). "+
+			"A contracts share is the share of placements sent to a perpetual (POST /capi/v3/order, opens: BUY LONG and SELL SHORT, makers and IOC takers as on spot; "+
+			"at the default leverage 20, margin from the futures wallet); cancels follow, since each cancels the worker's oldest resting order of either kind "+
+			"(DELETE /capi/v3/order for a contract's, where a lost race is -3200). Contracts: %s. The bare sweep sends the spot-only mix.",
+			strings.Join(names, "; "), strings.Join(cs, ", ")))
+	}
 	t.Add("books", fmt.Sprintf("%d resting orders per market placed before the steps", o.Populate))
 	s := o.Search
 	retry := "a failing step is accepted at once"
@@ -102,15 +117,35 @@ func writeReport(r *Run) (string, error) {
 	p("Not asked for by the issue; it splits the REST cost into the edge's own work and the HTTP/socket cost the bare target measures.\n\n")
 	writeGoRun(&b, r.Edge, r.Dir, false)
 	// 3, 4. REST.
-	p("## 3. REST load against the real server (durable acknowledgement)\n\n")
-	writeSweep(&b, r.REST, r.RESTErr, r.Dir, "rest")
+	if rests := restSweeps(r); len(rests) == 0 {
+		p("## 3. REST load against the real server (durable acknowledgement)\n\n")
+		writeSweep(&b, nil, r.RESTErr, r.Dir, "rest")
+	} else {
+		for i, sw := range rests {
+			sub, lbl := "", mixLabel(r, sw)
+			if i > 0 {
+				sub = string(rune('a' + i))
+			}
+			if lbl != "" {
+				lbl = ", mix: " + lbl[2:]
+			}
+			p("## 3%s. REST load against the real server (durable acknowledgement)%s\n\n", sub, lbl)
+			writeSweep(&b, sw, r.RESTErr, r.Dir, sw.Name)
+		}
+	}
 	p("## 4. The same generator against a bare fasthttp handler\n\n")
 	writeSweep(&b, r.Bare, r.BareErr, r.Dir, "bare")
 
 	// Plots.
 	var plots []string
-	if r.REST != nil && len(r.REST.Steps) > 0 {
-		plots = append(plots, writePlot(r.Dir, "latency-rest.svg", "REST orders, durable ack: latency by percentile per offered rate", stepSeries(r.REST, false)))
+	for _, sw := range restSweeps(r) {
+		if len(sw.Steps) > 0 {
+			title := "REST orders, durable ack: latency by percentile per offered rate"
+			if lbl := mixLabel(r, sw); lbl != "" {
+				title = "REST orders (" + lbl[2:] + "), durable ack: latency by percentile per offered rate"
+			}
+			plots = append(plots, writePlot(r.Dir, "latency-"+sw.Name+".svg", title, stepSeries(sw, false)))
+		}
 	}
 	if r.Bare != nil && len(r.Bare.Steps) > 0 {
 		plots = append(plots, writePlot(r.Dir, "latency-bare.svg", "bare fasthttp: latency by percentile per offered rate", stepSeries(r.Bare, true)))
@@ -164,42 +199,72 @@ func summary(r *Run) *report.Table {
 	if r.Core != nil && len(r.Core.Bench.Benchmarks) == 0 {
 		t.Add("runtime (core) benchmark", "not available: "+r.Core.Err, "", "")
 	}
-	var rs, bs float64
-	if r.REST != nil && r.REST.Saturation != nil {
-		rs = r.REST.Saturation.Achieved()
-		t.Add("REST saturation (durable orders)", fmt.Sprintf("%.0f req/s achieved at %.0f offered", rs, r.REST.Saturation.Rate), "", capped(r.REST))
-	} else {
+	rests := restSweeps(r)
+	if len(rests) == 0 {
 		t.Add("REST saturation (durable orders)", "not measured "+r.RESTErr, "", "")
 	}
+	for _, sw := range rests {
+		lbl := mixLabel(r, sw)
+		if sw.Saturation != nil {
+			t.Add("REST saturation (durable orders)"+lbl, fmt.Sprintf("%.0f req/s achieved at %.0f offered", sw.Saturation.Achieved(), sw.Saturation.Rate), "", capped(sw))
+		} else {
+			t.Add("REST saturation (durable orders)"+lbl, "not measured "+r.RESTErr, "", "")
+		}
+	}
+	var bs float64
 	if r.Bare != nil && r.Bare.Saturation != nil {
 		bs = r.Bare.Saturation.Achieved()
 		t.Add("bare fasthttp saturation", fmt.Sprintf("%.0f req/s achieved at %.0f offered", bs, r.Bare.Saturation.Rate), "", capped(r.Bare))
 	} else {
 		t.Add("bare fasthttp saturation", "not measured "+r.BareErr, "", "")
 	}
-	if rs > 0 && bs > 0 {
-		t.Add("REST / bare throughput (at saturation)", percentDown(rs/bs), fmt.Sprintf(">= %.0f%%", targetRatio*100), yes(rs/bs >= targetRatio))
+	for _, sw := range rests {
+		lbl := mixLabel(r, sw)
+		if sw.Saturation == nil || bs <= 0 {
+			continue
+		}
+		rs := sw.Saturation.Achieved()
+		t.Add("REST / bare throughput (at saturation)"+lbl, percentDown(rs/bs), fmt.Sprintf(">= %.0f%%", targetRatio*100), yes(rs/bs >= targetRatio))
 		// The ratio is, roughly, what a request costs the machine with the
 		// bare target over what it costs with ours: the generator's and the
 		// kernel's share is in both. On this kind of shared VM the bare
 		// target's and the generator's cost per request moves by half from
 		// one run to the next, and the ratio with it.
-		rt, rg := r.REST.Saturation.CPUPerRequest()
+		rt, rg := sw.Saturation.CPUPerRequest()
 		bt, bg := r.Bare.Saturation.CPUPerRequest()
 		if rt > 0 && bt > 0 {
-			rk, _ := r.REST.Saturation.KernelShare()
+			rk, _ := sw.Saturation.KernelShare()
 			bk, _ := r.Bare.Saturation.KernelShare()
-			t.Add("CPU per request at saturation, target / generator (the ratio follows these); the target's share in the kernel",
+			t.Add("CPU per request at saturation, target / generator (the ratio follows these); the target's share in the kernel"+lbl,
 				fmt.Sprintf("REST %s / %s µs, bare %s / %s µs; kernel %s / %s", us(rt), us(rg), us(bt), us(bg), share(rk), share(bk)), "", "")
 		}
 	}
-	rp, bp := peak(r.REST), peak(r.Bare)
-	if rp > 0 && bp > 0 {
-		t.Add("peak achieved in any step, REST / bare", fmt.Sprintf("%.0f / %.0f req/s = %s", rp, bp, percentDown(rp/bp)), "", "")
+	if len(rests) > 1 && bs > 0 && rests[0].Saturation != nil {
+		base := rests[0]
+		b0 := base.Saturation.Achieved()
+		for _, sw := range rests[1:] {
+			if sw.Saturation == nil {
+				continue
+			}
+			rs := sw.Saturation.Achieved()
+			t.Add(fmt.Sprintf("%s against %s, side by side in this run: REST saturation, REST / bare", sw.Mix, base.Mix),
+				fmt.Sprintf("%.0f against %.0f req/s (%+.1f%%); %s against %s (%+.1f points)", rs, b0, 100*(rs/b0-1),
+					percentDown(rs/bs), percentDown(b0/bs), 100*(rs-b0)/bs), "", "")
+		}
 	}
-	if r.REST != nil && r.REST.Half != nil {
-		h := r.REST.Half
-		t.Add(fmt.Sprintf("REST p99 at half saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "<= 2 ms", yes(h.Percentile(99) <= targetHalfP99))
+	bp := peak(r.Bare)
+	for _, sw := range rests {
+		if rp := peak(sw); rp > 0 && bp > 0 {
+			t.Add("peak achieved in any step, REST / bare"+mixLabel(r, sw), fmt.Sprintf("%.0f / %.0f req/s = %s", rp, bp, percentDown(rp/bp)), "", "")
+		}
+	}
+	for _, sw := range rests {
+		if sw.Half == nil {
+			continue
+		}
+		lbl := mixLabel(r, sw)
+		h := sw.Half
+		t.Add(fmt.Sprintf("REST p99 at half saturation (%.0f req/s)%s", h.Rate, lbl), load.FormatLatency(h.Percentile(99))+" ms", "<= 2 ms", yes(h.Percentile(99) <= targetHalfP99))
 		t.Add("REST p50 / p99.9 / max there", fmt.Sprintf("%s / %s / %s ms", load.FormatLatency(h.Percentile(50)), load.FormatLatency(h.Percentile(99.9)), load.FormatLatency(h.Max())), "", "")
 		if own := servedLatency(h.Served); own != "" {
 			t.Add("the server's own answer time there, p50 / p99 / max (the rest is the machine's and the generator's)", own+" ms", "", "")
@@ -212,7 +277,7 @@ func summary(r *Run) *report.Table {
 		h := r.Bare.Half
 		t.Add(fmt.Sprintf("bare p99 at half its saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "", "")
 	}
-	for _, sw := range []*Sweep{r.REST, r.Bare} {
+	for _, sw := range append(rests, r.Bare) {
 		if sw == nil || len(sw.Steps) == 0 {
 			continue
 		}
@@ -229,6 +294,31 @@ func summary(r *Run) *report.Table {
 			"~0", yes(peak < 0.25))
 	}
 	return t
+}
+
+// restSweeps returns the run's REST sweeps: RESTs, or REST alone (a run
+// put together without RESTs).
+func restSweeps(r *Run) []*Sweep {
+	var out []*Sweep
+	for _, sw := range r.RESTs {
+		if sw != nil {
+			out = append(out, sw)
+		}
+	}
+	if len(out) == 0 && r.REST != nil {
+		out = append(out, r.REST)
+	}
+	return out
+}
+
+// mixLabel is what a REST sweep's summary rows and sections are labelled
+// with (", spot only", ", 30% contracts"): nothing when the run has one
+// spot-only REST sweep, as before contracts.
+func mixLabel(r *Run, sw *Sweep) string {
+	if sw.Mix == "" || len(restSweeps(r)) == 1 && sw.Contracts == 0 {
+		return ""
+	}
+	return ", " + sw.Mix
 }
 
 func capped(s *Sweep) string {
@@ -469,8 +559,10 @@ func writeSweep(b *strings.Builder, s *Sweep, errText, dir, prefix string) {
 
 func formatOps(ops map[string]int64) string {
 	var parts []string
-	for _, k := range []string{load.OpPlace, load.OpTake, load.OpCancel} {
-		parts = append(parts, fmt.Sprintf("%s %d", k, ops[k]))
+	for _, k := range load.OpKinds {
+		if n, ok := ops[k]; ok || k == load.OpPlace || k == load.OpTake || k == load.OpCancel {
+			parts = append(parts, fmt.Sprintf("%s %d", k, n))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -502,9 +594,13 @@ func compareSeries(r *Run) []report.Series {
 			out = append(out, se)
 		}
 	}
-	if r.REST != nil {
-		add("REST half-sat", r.REST.Half, false)
-		add("REST sat", r.REST.Saturation, false)
+	for _, sw := range restSweeps(r) {
+		name := "REST"
+		if lbl := mixLabel(r, sw); lbl != "" {
+			name += " (" + lbl[2:] + ")"
+		}
+		add(name+" half-sat", sw.Half, false)
+		add(name+" sat", sw.Saturation, false)
 	}
 	if r.Bare != nil {
 		add("bare half-sat", r.Bare.Half, true)
@@ -541,7 +637,7 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 	}
 	t := &report.Table{Header: []string{"step", "op", "count", "p50 ms", "p99 ms", "p99.9 ms", "max ms"}, Right: []bool{false, false, true, true, true, true, true}}
 	for _, n := range steps {
-		for _, op := range []string{load.OpPlace, load.OpTake, load.OpCancel} {
+		for _, op := range load.OpKinds {
 			h := n.st.ByOp[op]
 			if h == nil || h.TotalCount() == 0 {
 				continue
@@ -611,6 +707,9 @@ func writeDetail(b *strings.Builder, s *Sweep, dir, prefix string) {
 	}
 	name := prefix + "-timeline.svg"
 	title := "worst latency per 100 ms window: " + map[string]string{"rest": "REST orders", "bare": "bare fasthttp"}[prefix]
+	if s.Mix != "" && prefix != "rest" && prefix != "bare" {
+		title = "worst latency per 100 ms window: REST orders, " + s.Mix
+	}
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(report.TimelinePlot(title, series)), 0o644); err == nil {
 		fmt.Fprintf(b, "![%s](%s)\n\n", name, name)
 	}

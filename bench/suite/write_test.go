@@ -131,3 +131,49 @@ func TestPercentDown(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteReportMixes: a run with a spot-only and a 30% contracts REST
+// sweep labels each one's rows and sections, compares them side by side,
+// and writes each one's files under its own name.
+func TestWriteReportMixes(t *testing.T) {
+	dir := t.TempDir()
+	spot := &Sweep{Name: "rest", Mix: MixName(0), Steps: []StepResult{fakeStep(1000, time.Millisecond, true, "search"), fakeStep(500, time.Millisecond, true, "half-saturation")}}
+	spot.Saturation, spot.Half = &spot.Steps[0], &spot.Steps[1]
+	ct := &Sweep{Name: SweepName(0.3), Mix: MixName(0.3), Contracts: 0.3, Steps: []StepResult{fakeStep(900, time.Millisecond, true, "search"), fakeStep(450, 3*time.Millisecond, true, "half-saturation")}}
+	ct.Saturation, ct.Half = &ct.Steps[0], &ct.Steps[1]
+	ct.Steps[0].Ops[load.OpCtPlace] = 300
+	bare := &Sweep{Name: "bare", Steps: []StepResult{fakeStep(2000, 100*time.Microsecond, true, "search")}}
+	bare.Saturation = &bare.Steps[0]
+	r := &Run{Opts: Options{Command: "benchrun", Markets: load.DefaultMarkets()[:2], Contracts: load.DefaultContracts(), Mixes: []float64{0, 0.3},
+		Search: Search{Criteria: load.Criteria{MinAchieved: 0.95, MaxP99: 20 * time.Millisecond}}},
+		Started: time.Now(), Finished: time.Now(), Dir: dir, REST: spot, RESTs: []*Sweep{spot, ct}, Bare: bare}
+	path, err := writeReport(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{
+		"REST saturation (durable orders), spot only", "REST saturation (durable orders), 30% contracts",
+		"REST / bare throughput (at saturation), spot only", "REST / bare throughput (at saturation), 30% contracts",
+		"REST p99 at half saturation (500 req/s), spot only", "REST p99 at half saturation (450 req/s), 30% contracts",
+		"30% contracts against spot only, side by side in this run: REST saturation, REST / bare",
+		"900 against 1000 req/s (-10.0%); 45.0% against 50.0% (-5.0 points)",
+		"## 3. REST load against the real server (durable acknowledgement), mix: spot only",
+		"## 3b. REST load against the real server (durable acknowledgement), mix: 30% contracts",
+		"`rest`: spot only; `rest-ct30`: 30% contracts", "BTCUSDT (cmt_btcusdt)", "ct-place 300", "rest-ct30-02-450.hgrm",
+		"noise during the rest-ct30 sweep",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, f := range []string{"latency.svg", "latency-rest.svg", "latency-rest-ct30.svg", "rest-01-1000.hgrm", "rest-ct30-01-900.hgrm", "rest-ct30-timeline.svg"} {
+		if _, err := os.Stat(dir + "/" + f); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,7 @@ func main() {
 	markets := flag.String("markets", "", "markets (comma-separated; default all of: "+symbols()+")")
 	place := flag.Float64("place", 0.5, "fraction of requests that place orders (the rest cancel)")
 	take := flag.Float64("take", 0.1, "fraction of placements that cross the spread (IOC)")
+	contracts := flag.String("contracts", "0,0.3", "REST mixes, comma-separated: for each, the fraction of placements (and so of cancels) sent to perpetual contracts ("+contractSymbols()+"; opens, BUY LONG and SELL SHORT), one REST sweep each against the same server, taking turns with the bare sweep; 0 is the spot-only mix (bench/README.md: the contract mix)")
 	populate := flag.Int("populate", 500, "resting orders per market before the steps")
 	start := flag.Float64("start", 1000, "first offered rate, req/s")
 	factor := flag.Float64("factor", 1.5, "rate multiplier between passing steps")
@@ -58,7 +60,7 @@ func main() {
 	engineCount := flag.Int("engine-count", 5, "go test -count for the engine benchmark: the summary gives the median and the range (ns/op moves by a third from one run to the next on a shared machine)")
 	benchTimeout := flag.Duration("bench-timeout", 3*time.Minute, "timeout of each go test run")
 	budget := flag.Duration("budget", 9*time.Minute+15*time.Second, "bound on the whole run (go benchmarks are cut short and the sweeps stop stepping up to stay within it); 0: none")
-	sweepReserve := flag.Duration("sweep-reserve", 5*time.Minute+10*time.Second, "part of -budget kept for the two load sweeps")
+	sweepReserve := flag.Duration("sweep-reserve", 5*time.Minute+10*time.Second, "part of -budget kept for the load sweeps (two: one REST mix and the bare target); each REST mix beyond the first adds half of it unless set")
 	skipEngine := flag.Bool("skip-engine", false, "skip the engine benchmark")
 	skipCore := flag.Bool("skip-core", false, "skip the runtime's benchmarks (./core/)")
 	skipEdge := flag.Bool("skip-edge", false, "skip the edge's in-process benchmarks")
@@ -113,6 +115,24 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	var mixes []float64
+	for _, f := range strings.Split(*contracts, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 0 || v > 1 {
+			log.Fatalf("-contracts: %q is not a share from 0 to 1", f)
+		}
+		mixes = append(mixes, v)
+	}
+	if extra := len(mixes) - 1; extra > 0 && !*skipREST {
+		// Each further REST sweep takes about as long as one of the two
+		// sweeps the defaults were set for.
+		if !set["sweep-reserve"] {
+			*sweepReserve += time.Duration(extra) * *sweepReserve / 2
+		}
+		if !set["budget"] {
+			*budget += time.Duration(extra) * extraBudget(*quick)
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
@@ -133,6 +153,7 @@ func main() {
 		ServerCPUs: affinity.Format(cpus),
 		Command:    strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
 		Quick:      *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
+		Contracts: load.DefaultContracts(), Mixes: mixes,
 		Place: *place, Take: *take, Populate: *populate,
 		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine, Retry: *retry,
 			Duration: *step, HalfDur: *halfStep, Pause: *pause, Lead: *lead,
@@ -158,6 +179,24 @@ func main() {
 			fmt.Print(s)
 		}
 	}
+}
+
+// extraBudget is what -budget grows by for each REST mix beyond the first
+// (unless set): the go benchmarks keep their share, and make bench stays
+// under 10 minutes (bench/README.md).
+func extraBudget(quick bool) time.Duration {
+	if quick {
+		return 10 * time.Second
+	}
+	return 35 * time.Second
+}
+
+func contractSymbols() string {
+	var s []string
+	for _, m := range load.DefaultContracts() {
+		s = append(s, m.Symbol)
+	}
+	return strings.Join(s, ",")
 }
 
 func symbols() string {
