@@ -158,6 +158,13 @@ type ctState struct {
 	// placed with them, by order id: the plans that attach them to the
 	// position when the order fills come with the risk work.
 	presets map[int64]preset
+
+	// funding (funding.go): the current interval's premium samples, the
+	// last sample and funding times, the last rate and index
+	premSum, premN              int64
+	lastSampleMs, lastFundingMs int64
+	lastRate                    int64
+	lastIndex                   Price
 }
 
 // preset is an open's take-profit and stop-loss trigger prices (0: none)
@@ -219,6 +226,7 @@ type position struct {
 	margin    Amount // frozen in the futures wallet for this position
 	closing   Qty    // remaining quantity of the user's working closes on it
 	opening   Qty    // remaining quantity of the user's working opens on this side
+	funding   Amount // cumulative funding received (negative: paid)
 	openQty   Qty    // cumulative
 	closeQty  Qty
 	openVal   Amount // cumulative entry value opened
@@ -248,6 +256,7 @@ type PositionView struct {
 	CloseVal  Amount
 	Fees      Amount
 	Realized  Amount
+	Funding   Amount // cumulative funding received (negative: paid)
 	CreatedMs int64
 	UpdatedMs int64
 }
@@ -709,7 +718,7 @@ func (a *ctAcct) view(m *market, u UserIdx, uid int64, sd PosSide) PositionView 
 	return PositionView{Market: m.spec.ID, User: u, UID: uid, Side: sd, Mode: a.mode, Leverage: a.lev[sd-1],
 		Size: p.size, OpenValue: p.openValue, Margin: p.margin, Closing: p.closing,
 		OpenQty: p.openQty, CloseQty: p.closeQty, OpenVal: p.openVal, CloseVal: p.closeVal,
-		Fees: p.fees, Realized: p.realized, CreatedMs: p.createdMs, UpdatedMs: p.updatedMs}
+		Fees: p.fees, Realized: p.realized, Funding: p.funding, CreatedMs: p.createdMs, UpdatedMs: p.updatedMs}
 }
 
 // Settings returns u's margin mode and LONG and SHORT leverages in
@@ -736,8 +745,10 @@ func (e *Engine) BadDebt(id MarketID) Amount {
 // mode | i32 levLong | i32 levShort | 2 x position), users ascending;
 // position: 10 x i64 (size, openValue, margin, closing, openQty,
 // closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64
-// updatedMs | i64 opening; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
-// the working opens' presets by ascending id.
+// updatedMs | i64 opening | i64 funding; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
+// the working opens' presets by ascending id; then the funding state:
+// i64 premSum | i64 premN | i64 lastSampleMs | i64 lastFundingMs | i64
+// lastRate | i64 lastIndex.
 func appendContract(dst []byte, ct *ctState) []byte {
 	dst = le.AppendUint64(dst, uint64(ct.badDebt))
 	dst = le.AppendUint32(dst, uint32(ct.n))
@@ -750,7 +761,7 @@ func appendContract(dst []byte, ct *ctState) []byte {
 			p := &a.pos[i]
 			for _, v := range [...]int64{int64(p.size), int64(p.openValue), int64(p.margin), int64(p.closing),
 				int64(p.openQty), int64(p.closeQty), int64(p.openVal), int64(p.closeVal), int64(p.fees), int64(p.realized),
-				p.createdMs, p.updatedMs, int64(p.opening)} {
+				p.createdMs, p.updatedMs, int64(p.opening), int64(p.funding)} {
 				dst = le.AppendUint64(dst, uint64(v))
 			}
 		}
@@ -767,6 +778,9 @@ func appendContract(dst []byte, ct *ctState) []byte {
 		dst = le.AppendUint64(dst, uint64(p.tp))
 		dst = le.AppendUint64(dst, uint64(p.sl))
 		dst = append(dst, p.mark)
+	}
+	for _, v := range [...]int64{ct.premSum, ct.premN, ct.lastSampleMs, ct.lastFundingMs, ct.lastRate, int64(ct.lastIndex)} {
+		dst = le.AppendUint64(dst, uint64(v))
 	}
 	return dst
 }
@@ -787,7 +801,7 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 			p.size, p.openValue, p.margin, p.closing = Qty(r.i64()), Amount(r.i64()), Amount(r.i64()), Qty(r.i64())
 			p.openQty, p.closeQty, p.openVal, p.closeVal = Qty(r.i64()), Qty(r.i64()), Amount(r.i64()), Amount(r.i64())
 			p.fees, p.realized, p.createdMs, p.updatedMs = Amount(r.i64()), Amount(r.i64()), r.i64(), r.i64()
-			p.opening = Qty(r.i64())
+			p.opening, p.funding = Qty(r.i64()), Amount(r.i64())
 		}
 		if m.ct.get(u) != nil || i > 0 && u <= prev {
 			return fmt.Errorf("engine: snapshot positions out of user order at %d", u)
@@ -807,6 +821,9 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 		}
 		m.ct.presets[id] = p
 	}
+	ct := m.ct
+	ct.premSum, ct.premN, ct.lastSampleMs, ct.lastFundingMs, ct.lastRate = r.i64(), r.i64(), r.i64(), r.i64(), r.i64()
+	ct.lastIndex = Price(r.i64())
 	return r.err
 }
 

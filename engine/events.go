@@ -21,12 +21,24 @@ type Out struct {
 	Bills []Bill
 	// Rules is the spec a CmdSetRules installed (the journal keeps it).
 	Rules *MarketSpec
+	// Funding is what a CmdFunding settled (its Market is 0 otherwise).
+	Funding FundingRecord
+}
+
+// FundingRecord is one funding settlement of a contract.
+type FundingRecord struct {
+	Market MarketID
+	TimeMs int64 // the interval's end (the funding time)
+	Rate   int64 // RateOne = 100%; positive: longs pay shorts
+	Mark   Price // the mark price the payments were valued at
+	Index  Price // the last index price sampled
 }
 
 // Reset empties o, keeping its buffers.
 func (o *Out) Reset() {
 	o.Reject = OK
 	o.Rules = nil
+	o.Funding.Market = 0
 	o.OrderAt = 0
 	o.BillID = 0
 	o.Updates = o.Updates[:0]
@@ -206,10 +218,12 @@ const (
 	BizCloseShort BizType = 12
 	BizFillFee    BizType = 13 // contract fee income credited to the fee account
 	BizInsurance  BizType = 14 // the insurance account paying a loss no one else could
+	BizFunding    BizType = 15 // a position's funding payment (paid or received)
 )
 
 var bizNames = [...]string{"", "deposit", "withdraw", "trade_in", "trade_out", "rebate", "transfer_in", "transfer_out", "fee_income",
-	"position_open_long", "position_open_short", "position_close_long", "position_close_short", "order_fill_fee_income", "insurance_payout"}
+	"position_open_long", "position_open_short", "position_close_long", "position_close_short", "order_fill_fee_income", "insurance_payout",
+	"position_funding"}
 
 // String returns the bizType clients see.
 func (b BizType) String() string {

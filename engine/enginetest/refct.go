@@ -515,7 +515,7 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 		b = le.AppendUint32(b, uint32(a.Lev[1]))
 		for _, p := range a.Pos {
 			for _, v := range []int64{p.Size, p.OpenValue, p.Margin, p.Closing, p.OpenQty, p.CloseQty,
-				p.OpenVal, p.CloseVal, p.Fees, p.Realized, p.CreatedMs, p.UpdatedMs, p.Opening} {
+				p.OpenVal, p.CloseVal, p.Fees, p.Realized, p.CreatedMs, p.UpdatedMs, p.Opening, 0} {
 				b = le.AppendUint64(b, uint64(v))
 			}
 		}
@@ -534,6 +534,10 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 		b = le.AppendUint64(b, uint64(o.TP))
 		b = le.AppendUint64(b, uint64(o.SL))
 		b = append(b, o.Mark)
+	}
+	// the funding state: the reference sends no funding commands
+	for range 6 {
+		b = le.AppendUint64(b, 0)
 	}
 	return b
 }
