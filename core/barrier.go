@@ -137,6 +137,10 @@ func (n *Node) snapshotLocked() error {
 	if err != nil {
 		return err
 	}
+	if n.repl != nil && n.repl.isDeposed() {
+		close(b.release)
+		return errDeposed // the memory may be ahead of the journal
+	}
 	t0 := time.Now()
 	n.checkAtBarrier()
 	v, seqs, since, err := n.freezeAtBarrier()

@@ -23,6 +23,8 @@ type committer struct {
 	store   *journal.Store
 	pace    *syncPace
 	metrics *metrics
+	repl    *replicated // nil: a single node
+	buf     []byte      // replicated: the entry being proposed
 
 	mu    sync.Mutex
 	queue []*pendingCommit
@@ -86,7 +88,12 @@ func (c *committer) run() {
 		for _, p := range batch {
 			bs = append(bs, p.b)
 		}
-		err := group.Commit(bs)
+		var err error
+		if c.repl == nil {
+			err = group.Commit(bs)
+		} else {
+			c.buf, err = c.repl.commit(group, bs, c.buf)
+		}
 		c.metrics.commit(nanotime() - last)
 		clear(bs)
 		for _, p := range batch {

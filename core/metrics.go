@@ -63,7 +63,11 @@ var (
 // journal commit latency and bytes written, and the store's (WAL fsync
 // latency).
 func (n *Node) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{nodeCollector{n}, n.metrics.commitHist, n.store.Collector()}
+	cs := []prometheus.Collector{nodeCollector{n}, n.metrics.commitHist, n.store.Collector()}
+	if n.repl != nil {
+		cs = append(cs, replCollector{n.repl})
+	}
+	return cs
 }
 
 type nodeCollector struct{ n *Node }

@@ -72,6 +72,10 @@ type Options struct {
 	// applied live, once it is durable (Load calls it for the replayed
 	// ones), so the edge can register credentials.
 	OnAddUser func(c *engine.Cmd)
+
+	// Replica makes the node a member of a raft group (replicated.go);
+	// nil: a single node.
+	Replica *ReplicaOptions
 }
 
 // Query selects a read that runs inside a shard, answered after the sync
@@ -137,6 +141,8 @@ type Node struct {
 	// self-check (JOURNAL_TEST_ACK_BEFORE_SYNC=1 in the test binary only):
 	// a batch is answered after it is applied, before it is committed.
 	ackBeforeSync bool
+
+	repl *replicated // nil: a single node (replicated.go)
 }
 
 // Open starts the shards on st, loaded from store (journal.Store.Load).
@@ -162,10 +168,22 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		n.shards = append(n.shards, newShard(n, i, e))
 	}
 	n.committer = newCommitter(store, &n.syncPace, &n.metrics)
+	if o.Replica != nil {
+		// Every batch goes through the committer, which replicates it.
+		n.syncPace.force = true
+		n.repl = newReplicated(n, *o.Replica)
+		n.committer.repl = n.repl
+	}
 	go n.committer.run()
 	for _, s := range n.shards {
 		n.wg.Add(1)
 		go s.run()
+	}
+	if n.repl != nil {
+		if err := n.repl.start(); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	n.stopSnap = make(chan struct{})
 	n.wg.Add(1)
@@ -176,7 +194,7 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 	}
 	store.Serving(true)
 	for _, spec := range o.Markets {
-		if spec == nil {
+		if spec == nil || n.repl != nil { // replicated: rules changes are not wired yet
 			continue
 		}
 		if cur := n.rulesOf(spec.ID); cur == nil || *cur == *spec {
@@ -288,6 +306,9 @@ func (n *Node) shardOf(c *engine.Cmd) *shard {
 // Submit pushes r onto its shard's ring (by Cmd.Kind and Cmd.Market). It
 // never blocks: a full ring returns ErrBusy and nothing is applied.
 func (n *Node) Submit(r *Request) error {
+	if n.repl != nil && r.Query == QueryNone && !n.repl.writable.Load() {
+		return ErrNotLeader
+	}
 	if r.Cmd.Text.N > engine.ClientIDMax {
 		// A request is plain data from the edge; a bad length must not
 		// panic a shard (Text.Bytes would slice past the array).
@@ -548,9 +569,13 @@ func (n *Node) Close() error {
 		for n.submitters.Load() != 0 { // pushes that passed the check
 			runtime.Gosched()
 		}
+		if n.repl != nil {
+			// No more entries applied; a leader's batches in flight fail.
+			n.repl.close()
+		}
 		close(n.stopSnap)
 		n.barMu.Lock()
-		if n.failed.Load() == nil { // else the memory is ahead of the journal
+		if n.failed.Load() == nil && n.repl == nil { // else the memory may be ahead of the journal
 			if err := n.snapshotLocked(); err != nil {
 				n.log.Error("core: snapshot at close", "err", err)
 			}

@@ -89,6 +89,7 @@ const (
 	opCmd     op = iota // Cmd or Query from a client
 	opBarrier           // stop at a barrier (snapshot, state hash)
 	opStop              // finish and exit
+	opReplay            // apply a replicated entry's records (replicated.go)
 )
 
 type reqState struct {
@@ -96,8 +97,9 @@ type reqState struct {
 	refs  atomic.Int32  // holders: the caller, and the shard while queued
 	done  chan struct{} // capacity 1: the shard's or the deadline watch's signal
 	op    op
-	err   error    // result error (ErrClosed when the node stopped first)
-	bar   *barrier // opBarrier
+	err   error      // result error (ErrClosed when the node stopped first)
+	bar   *barrier   // opBarrier
+	rep   *replayJob // opReplay
 }
 
 var reqPool = sync.Pool{New: func() any {

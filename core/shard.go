@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -82,6 +83,8 @@ type shard struct {
 	openMu sync.Mutex
 	open   *flight
 	w      *journal.Writer
+
+	rb *journal.Batch // replicated follower: replayed records (replicated.go)
 }
 
 func newShard(n *Node, id int, e *engine.Engine) *shard {
@@ -114,6 +117,11 @@ func (s *shard) run() {
 			s.n.log.Warn("core: shard not pinned", "shard", s.id, "cpu", cpu, "err", err)
 		}
 	}
+	defer func() {
+		if s.rb != nil {
+			s.rb.Close()
+		}
+	}()
 	var idleSince int64 // nanotime when the ring was first found empty; 0: busy
 	for {
 		for s.inFlight > 0 && s.fl[s.head].pc.fin.Load() {
@@ -148,6 +156,8 @@ func (s *shard) process(b []*Request) bool {
 		switch r.rt.op {
 		case opBarrier:
 			r.rt.bar.arrive()
+		case opReplay:
+			s.replay(r.rt.rep)
 		case opStop:
 			// Nothing can follow: Close waited for every Submit.
 			s.segment(b[start:])
@@ -321,9 +331,11 @@ func (s *shard) sealLocked(f *flight) {
 // ErrUnavailable, and fails the node: the state in memory is ahead of the
 // journal from here on, so nothing more is applied or read from it.
 func (s *shard) commitFailed(err error, reqs []*Request) {
-	s.n.fail(fmt.Errorf("shard %d: %w", s.id, err))
+	if s.n.repl == nil || !errors.Is(err, errDeposed) {
+		s.n.fail(fmt.Errorf("shard %d: %w", s.id, err))
+	}
 	for _, r := range reqs {
-		r.complete(ErrUnavailable)
+		r.complete(replyErr(err))
 	}
 }
 

@@ -77,6 +77,9 @@ func (s *Server) serveAdminEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 		return ep.h(s, ctx, st, nil)
 	}()
 	if e != nil {
+		if e == errNotLeader {
+			s.leaderHeader(ctx)
+		}
 		st.buf = writeError(ctx, st.buf, e)
 		return
 	}

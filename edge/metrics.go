@@ -100,7 +100,7 @@ func handleHealthz(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *
 // handleReadyz answers 200 once Start has taken the node (its journal
 // replayed, the config's users registered) and until Shutdown.
 func handleReadyz(s *Server, ctx *fasthttp.RequestCtx, st *reqState, _ *cred) *apiError {
-	if !s.ready.Load() {
+	if !s.ready.Load() || !s.replReady() {
 		return errNotReady
 	}
 	st.buf = append(st.buf, statusOK...)

@@ -244,6 +244,9 @@ func (s *Server) serveEndpoint(ctx *fasthttp.RequestCtx, ep *endpoint) {
 	defer s.observe(ctx, ep, start) // after end: a panic's 500 is observed
 	defer s.end(ctx, st)
 	if e := s.dispatch(ctx, st, ep); e != nil {
+		if e == errNotLeader {
+			s.leaderHeader(ctx)
+		}
 		st.buf = writeError(ctx, st.buf, e)
 		return
 	}
@@ -275,6 +278,11 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, st *reqState, ep *endpoint) 
 		return ep.fail
 	}
 	var c *cred
+	if ep.signed && s.repl != nil {
+		if e := s.replGate(ctx); e != nil {
+			return e
+		}
+	}
 	if ep.signed {
 		var e *apiError
 		if c, e = s.authenticate(ctx, st.nowMs); e != nil {

@@ -36,6 +36,9 @@ type Options struct {
 	// DevClock, when set, is the exchange's clock (the node's
 	// core.Options.Clock too): POST /admin/v1/clock moves it forward.
 	DevClock *core.DevClock
+	// LeaderREST maps each member of a replicated node's raft group to its
+	// REST address, for X-LEADER (replicated.go); nil: a single node.
+	LeaderREST map[uint64]string
 }
 
 // MaxBodyBytes bounds request bodies (docs/API.md, "Errors": larger ones get 413).
@@ -104,6 +107,7 @@ type Server struct {
 	clock         *core.DevClock // nil: the system clock, no /admin/v1/clock
 	registry      *prometheus.Registry
 	ready         atomic.Bool // Start is done and Shutdown not begun (GET /readyz)
+	repl          *replEdge   // nil: a single node (replicated.go)
 	log           *slog.Logger
 
 	rest, admin *fasthttp.Server
@@ -146,6 +150,9 @@ func New(o Options) (*Server, error) {
 		recvWindowMs: o.RecvWindow.Milliseconds(), waitTimeout: o.WaitTimeout,
 		adminToken: []byte(o.AdminToken), log: o.Logger, clock: o.DevClock}
 	s.maxConns, s.maxConnsPerIP = connBounds(&o)
+	if o.LeaderREST != nil {
+		s.repl = &replEdge{leaderREST: o.LeaderREST}
+	}
 	for i := range o.Config.Spot {
 		sp := specs[i]
 		m := &market{spec: sp, cfg: &o.Config.Spot[i]}
@@ -177,6 +184,9 @@ func (s *Server) OnAddUser(c *engine.Cmd) { s.onAddUser(c) }
 // with s.OnAddUser.
 func (s *Server) Start(node *core.Node) error {
 	s.node, s.store = node, node.Store()
+	if s.repl != nil {
+		return s.startReplicated(node)
+	}
 	if err := s.bootstrap(s.store.Seeding()); err != nil {
 		return err
 	}
@@ -317,6 +327,8 @@ func (s *Server) submit(r *core.Request) *apiError {
 		return errClosing
 	case errors.Is(err, core.ErrUnavailable):
 		return errUnavailable
+	case errors.Is(err, core.ErrNotLeader):
+		return errNotLeader
 	default:
 		return errInternal
 	}
@@ -336,6 +348,9 @@ func (s *Server) wait(r *core.Request) *apiError {
 	case errors.Is(err, core.ErrUnavailable):
 		core.ReleaseRequest(r)
 		return errUnavailable
+	case errors.Is(err, core.ErrNotLeader):
+		core.ReleaseRequest(r)
+		return errNotLeader
 	default:
 		core.ReleaseRequest(r)
 		return errInternal

@@ -474,6 +474,8 @@ func (s *Server) queryErr(err error) *apiError {
 		return errClosing
 	case errors.Is(err, core.ErrUnavailable):
 		return errUnavailable
+	case errors.Is(err, core.ErrNotLeader):
+		return errNotLeader
 	}
 	s.log.Error("edge: read failed", "err", err.Error())
 	return errInternal

@@ -40,6 +40,10 @@ func run() int {
 	maxConns := flag.Int("max-conns", 0, "open connections each listener holds at most (0: 16384; kept below the file limit)")
 	maxConnsPerIP := flag.Int("max-conns-per-ip", 0, "open connections from one address each listener holds at most (0: 1024)")
 	devClock := flag.Bool("dev-clock", false, "demo and test clock: POST /admin/v1/clock {\"nowMs\"} moves the exchange's clock forward (docs/API.md)")
+	nodeID := flag.Uint64("node-id", 0, "replication: this node's id in -peers (docs/REPLICATION.md)")
+	peers := flag.String("peers", "", "replication: every member's raft address, 1=host:port,2=host:port,3=host:port (absent: a single node)")
+	peerREST := flag.String("peer-rest", "", "replication: every member's REST address for X-LEADER, 1=host:port,... (default: none named)")
+	replicaSecret := flag.String("replica-secret", "", "replication: the members' shared secret, at least 16 bytes (default: $EXCHANGED_REPLICA_SECRET)")
 	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")
 	flag.Parse()
 
@@ -118,8 +122,12 @@ func run() int {
 		clockNow = clock.Now
 		logger.Warn("dev clock: POST /admin/v1/clock moves the exchange's clock; not for production")
 	}
+	replOpt, leaderREST, err := replicaFlags(*nodeID, *peers, *peerREST, *replicaSecret)
+	if err != nil {
+		return fail("invalid flag", "err", err)
+	}
 	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger,
-		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP, DevClock: clock})
+		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP, DevClock: clock, LeaderREST: leaderREST})
 	if err != nil {
 		return fail("edge", "err", err)
 	}
@@ -133,7 +141,7 @@ func run() int {
 	coins, specs, _ := cfg.EngineSpecs()
 	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: tuning},
 		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID, InsuranceUID: cfg.InsuranceUID},
-		core.Options{Logger: logger, OnAddUser: s.OnAddUser, Clock: clockNow})
+		core.Options{Logger: logger, OnAddUser: s.OnAddUser, Clock: clockNow, Replica: replOpt})
 	if err != nil {
 		s.Shutdown(5 * time.Second)
 		return fail("start", "err", err)
@@ -167,6 +175,14 @@ func run() int {
 		// restart replays what is durable and serves again.
 		logger.Info("shutting down: the journal failed and the disk has room again; exiting for the supervisor to restart", "status", exitRestart)
 		status = exitRestart
+	case <-node.Deposed():
+		// A replicated node that led and lost its leadership (or could
+		// not commit): its memory may hold commands the group never
+		// committed. Exit at once, as a crash would, for the supervisor
+		// to restart it: it rebuilds from the journal and the committed
+		// log and rejoins as a follower.
+		logger.Error("exiting: no longer the leader; restart to rebuild from the committed log", "status", exitRestart)
+		return exitRestart
 	}
 	s.Shutdown(30 * time.Second)
 	if err := node.Close(); err != nil {

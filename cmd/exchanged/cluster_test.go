@@ -1,0 +1,301 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A three-node group on loopback (docs/REPLICATION.md): three real
+// processes, a client placing orders at a steady rate and following
+// X-LEADER, the leader killed with SIGKILL. Every acknowledged order must be
+// on the new leader, and once the old leader is restarted and has caught
+// up, all three state hashes must be equal.
+
+// cluster is three members' processes and their addresses.
+type cluster struct {
+	t       *testing.T
+	ids     []uint64
+	rest    map[uint64]string // host:port
+	nodes   map[uint64]*server
+	dirs    map[uint64]string
+	args    map[uint64][]string
+	clients *http.Client
+}
+
+// freePorts returns n loopback ports free at the time of the call.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var ls []net.Listener
+	var out []string
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	ports := freePorts(t, 6)
+	c := &cluster{t: t, ids: []uint64{1, 2, 3}, rest: map[uint64]string{}, nodes: map[uint64]*server{},
+		dirs: map[uint64]string{}, args: map[uint64][]string{}, clients: &http.Client{Timeout: 10 * time.Second}}
+	var peers, rest []string
+	for i, id := range c.ids {
+		c.rest[id] = ports[i]
+		peers = append(peers, fmt.Sprintf("%d=%s", id, ports[3+i]))
+		rest = append(rest, fmt.Sprintf("%d=%s", id, ports[i]))
+	}
+	for _, id := range c.ids {
+		c.dirs[id] = t.TempDir()
+		c.args[id] = []string{"-listen", c.rest[id], "-node-id", strconv.FormatUint(id, 10),
+			"-peers", strings.Join(peers, ","), "-peer-rest", strings.Join(rest, ","),
+			"-replica-secret", "cluster-test-secret-0123456789", "-shards", "2"}
+	}
+	for _, id := range c.ids {
+		c.start(id)
+	}
+	return c
+}
+
+func (c *cluster) start(id uint64) {
+	c.nodes[id] = startServer(c.t, c.dirs[id], c.args[id]...)
+}
+
+// leader waits until one member takes signed requests and returns it.
+func (c *cluster) leader(within time.Duration) uint64 {
+	c.t.Helper()
+	end := time.Now().Add(within)
+	for time.Now().Before(end) {
+		for _, id := range c.ids {
+			s := c.nodes[id]
+			if s == nil || s.cmd.ProcessState != nil {
+				continue
+			}
+			res, err := c.try(c.rest[id], "GET", "/api/v3/account", "", &userA)
+			if err == nil && res.status == 200 {
+				return id
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader within %v", within)
+	return 0
+}
+
+// try sends one signed request to the REST address addr; a transport
+// error is returned, not fatal (the node may be dead).
+func (c *cluster) try(addr, method, path, body string, u *user) (resp, error) {
+	hr, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+	if err != nil {
+		return resp{}, err
+	}
+	if method == "POST" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if u != nil {
+		tss := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		hr.Header.Set("ACCESS-KEY", u.key)
+		hr.Header.Set("ACCESS-SIGN", sign(u.secret, tss+method+path+body))
+		hr.Header.Set("ACCESS-PASSPHRASE", u.passph)
+		hr.Header.Set("ACCESS-TIMESTAMP", tss)
+	}
+	res, err := c.clients.Do(hr)
+	if err != nil {
+		return resp{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return resp{res.StatusCode, b, res.Header}, err
+}
+
+// hashes returns each running member's state hash and sequences.
+func (c *cluster) hashes() map[uint64]string {
+	out := map[uint64]string{}
+	for _, id := range c.ids {
+		s := c.nodes[id]
+		if s == nil || s.cmd.ProcessState != nil {
+			continue
+		}
+		hr, _ := http.NewRequest("GET", s.admin+"/admin/v1/state", nil)
+		hr.Header.Set("X-Admin-Token", "test-admin")
+		res, err := c.clients.Do(hr)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == 200 {
+			out[id] = string(b)
+		}
+	}
+	return out
+}
+
+// waitEqual waits until every member reports the same state.
+func (c *cluster) waitEqual(within time.Duration) string {
+	c.t.Helper()
+	end := time.Now().Add(within)
+	var h map[uint64]string
+	for time.Now().Before(end) {
+		h = c.hashes()
+		if len(h) == len(c.ids) && h[1] == h[2] && h[2] == h[3] {
+			return h[1]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("states not equal within %v: %v", within, h)
+	return ""
+}
+
+type acked struct {
+	id     int64
+	symbol string
+	u      *user
+}
+
+// stream places orders one after another until stop closes, following
+// X-LEADER, and returns the acknowledged ones. Buys and sells of two users
+// at one price, so that most fill.
+func (c *cluster) stream(stop <-chan struct{}, gap time.Duration) (acks []acked, refused int) {
+	target := c.ids[0]
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return acks, refused
+		default:
+		}
+		side, u := "BUY", &userA
+		if i%2 == 1 {
+			side, u = "SELL", &userB
+		}
+		body := placeBody("BTCUSDT", side, "LIMIT", "0.001", "100", fmt.Sprintf(`,"newClientOrderId":"cl-%d"`, i))
+		res, err := c.try(c.rest[target], "POST", "/api/v3/order", body, u)
+		switch {
+		case err != nil:
+			target = c.ids[(indexOf(c.ids, target)+1)%len(c.ids)]
+			refused++
+			time.Sleep(20 * time.Millisecond)
+		case res.status == 200:
+			var o order
+			if err := json.Unmarshal(res.body, &o); err != nil || o.OrderID == 0 {
+				c.t.Errorf("ack %s: %v", res.body, err)
+				return acks, refused
+			}
+			acks = append(acks, acked{o.OrderID, "BTCUSDT", u})
+		case res.status == 503:
+			refused++
+			if l := res.hdr.Get("X-LEADER"); l != "" && l != c.rest[target] {
+				for _, id := range c.ids {
+					if c.rest[id] == l {
+						target = id
+					}
+				}
+			} else {
+				target = c.ids[(indexOf(c.ids, target)+1)%len(c.ids)]
+				time.Sleep(20 * time.Millisecond)
+			}
+		default:
+			c.t.Errorf("place: %d %s", res.status, res.body)
+			return acks, refused
+		}
+		time.Sleep(gap)
+	}
+}
+
+func indexOf(ids []uint64, id uint64) int {
+	for i, v := range ids {
+		if v == id {
+			return i
+		}
+	}
+	return 0
+}
+
+// clusterIterations is how many leader kills one test run does: a few
+// under make test, more under make soak (EXCHANGED_CLUSTER_KILLS).
+func clusterIterations() int {
+	if v, err := strconv.Atoi(os.Getenv("EXCHANGED_CLUSTER_KILLS")); err == nil && v > 0 {
+		return v
+	}
+	return 2
+}
+
+func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes")
+	}
+	c := startCluster(t)
+	lead := c.leader(20 * time.Second)
+	// Followers refuse writes with 503 -1054 and name the leader.
+	for _, id := range c.ids {
+		if id == lead {
+			continue
+		}
+		res, err := c.try(c.rest[id], "POST", "/api/v3/order", placeBody("BTCUSDT", "BUY", "LIMIT", "0.001", "100", ""), &userA)
+		if err != nil || res.status != 503 || !strings.Contains(string(res.body), "-1054") || res.hdr.Get("X-LEADER") != c.rest[lead] {
+			t.Fatalf("follower %d: %v %d %s X-LEADER=%q, want 503 -1054 X-LEADER=%s", id, err, res.status, res.body, res.hdr.Get("X-LEADER"), c.rest[lead])
+		}
+		// ... and serve public reads.
+		if res, err := c.try(c.rest[id], "GET", "/api/v3/market/depth?symbol=BTCUSDT", "", nil); err != nil || res.status != 200 {
+			t.Fatalf("follower %d depth: %v %d %s", id, err, res.status, res.body)
+		}
+	}
+	var all []acked
+	for it := 0; it < clusterIterations(); it++ {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		var acks []acked
+		var refused int
+		go func() {
+			acks, refused = c.stream(stop, 2*time.Millisecond)
+			close(done)
+		}()
+		time.Sleep(time.Second)
+		old := c.nodes[lead]
+		t0 := time.Now()
+		old.cmd.Process.Kill()
+		<-old.exited
+		newLead := c.leader(15 * time.Second)
+		elected := time.Since(t0)
+		time.Sleep(time.Second)
+		close(stop)
+		<-done
+		if newLead == lead {
+			t.Fatalf("iteration %d: the killed member %d still leads", it, lead)
+		}
+		all = append(all, acks...)
+		// Every acknowledged order, of this round and the earlier ones,
+		// is on the new leader.
+		for _, a := range all {
+			res, err := c.try(c.rest[newLead], "GET", fmt.Sprintf("/api/v3/order?symbol=%s&orderId=%d", a.symbol, a.id), "", a.u)
+			if err != nil || res.status != 200 {
+				t.Fatalf("iteration %d: acknowledged order %d not on the new leader %d: %v %d %s", it, a.id, newLead, err, res.status, res.body)
+			}
+		}
+		t.Logf("iteration %d: killed %d, %d led after %v; %d orders acknowledged, %d refused or lost in flight",
+			it, lead, newLead, elected.Round(time.Millisecond), len(acks), refused)
+		// The old leader rejoins and catches up.
+		c.start(lead)
+		h := c.waitEqual(30 * time.Second)
+		t.Logf("iteration %d: states equal: %s", it, h)
+		lead = newLead
+	}
+	if len(all) == 0 {
+		t.Fatal("no order acknowledged")
+	}
+}

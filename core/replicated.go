@@ -1,0 +1,533 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weexcore/exchange/engine"
+	"github.com/weexcore/exchange/journal"
+	"github.com/weexcore/exchange/replica"
+)
+
+// Replication (docs/REPLICATION.md). A replicated node is one member of a
+// raft group (package replica). The leader runs as a single node does,
+// except that its committer proposes the records of each sync slot as one
+// raft entry and writes them to the journal only once the entry is
+// committed (a quorum holds it durably): only then are the commands
+// answered and their credits flushed. A follower refuses commands; it
+// replays the committed entries of others through its shards with their
+// recorded decisions, as a journal replay does, and writes the same
+// records and history rows. A leader that loses leadership, or whose
+// proposal fails, stops: its engines may hold commands the group never
+// committed, so it must rebuild from what is durable, which the first form
+// here does by exiting (Deposed) for its supervisor to restart it.
+//
+// Without Options.Replica nothing here runs: n.repl is nil and every hook
+// in the single-node path is one nil check.
+
+// ReplicaOptions make a node a member of a raft group.
+type ReplicaOptions struct {
+	ID uint64
+	// Peers are every member's raft transport address, this one's
+	// included (it listens on its own).
+	Peers  map[uint64]string
+	Secret []byte // shared by the members, at least 16 bytes
+	// Tick and ElectionTicks as replica.Config (0: 50 ms and 10).
+	Tick          time.Duration
+	ElectionTicks int
+	// ProposeTimeout bounds one entry's wait for its commit (0: 3 s).
+	ProposeTimeout time.Duration
+}
+
+var (
+	// ErrNotLeader: this node does not lead its group (or lost its
+	// leadership, or has not yet caught up as the new leader); nothing
+	// was applied. LeaderID names the leader when one is known.
+	ErrNotLeader = errors.New("core: not the leader")
+
+	errDeposed = errors.New("core: no longer the leader")
+)
+
+// replGroup is the group number of the node's raft group in its DB.
+const replGroup = 0
+
+// Entry data: version(1) = 1, member id(8), run nonce(8), then the rows of
+// the sync slot's batches (journal.Batch.AppendRows). The nonce tells a
+// member its own entries of this run, which its committer journals itself.
+const (
+	replEntryVersion = 1
+	replEntryHead    = 17
+)
+
+type replicated struct {
+	n     *Node
+	opt   ReplicaOptions
+	log   *slog.Logger
+	nonce uint64
+	g     *replica.Group
+	tr    *replica.Transport
+
+	writable   atomic.Bool   // leading, caught up: commands are taken
+	writableCh chan struct{} // closed when writable is first set
+	deposed    chan struct{} // closed by depose
+	deposeOnce sync.Once
+	deposeErr  error
+
+	applied   atomic.Uint64 // last index whose state this node holds
+	refused   atomic.Uint64 // proposals that failed (the node then stops)
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	rbs   []*journal.Batch // the shards' replay batches, for one commit
+	group *journal.Group   // follower commits (apply goroutine)
+	kv    [][2][]byte
+}
+
+// replayJob is one shard's part of a committed entry.
+type replayJob struct {
+	recs []*journal.ReplRecord
+	err  error
+	done chan struct{}
+}
+
+func newReplicated(n *Node, o ReplicaOptions) *replicated {
+	var nb [8]byte
+	rand.Read(nb[:])
+	return &replicated{n: n, opt: o, log: n.log, nonce: binary.LittleEndian.Uint64(nb[:]),
+		writableCh: make(chan struct{}), deposed: make(chan struct{}), stop: make(chan struct{})}
+}
+
+// start opens the raft member on the store's DB, from the applied index
+// the journal holds, and the goroutine that watches leadership. The
+// shards must be running: applying entries goes through them.
+func (r *replicated) start() error {
+	db := r.n.store.DB()
+	applied, err := replica.LoadApplied(db, replGroup)
+	if err != nil {
+		return fmt.Errorf("core: replica applied index: %w", err)
+	}
+	r.applied.Store(applied)
+	r.group = r.n.store.NewGroup()
+	members := make([]uint64, 0, len(r.opt.Peers))
+	peers := map[uint64]string{}
+	for id, a := range r.opt.Peers {
+		members = append(members, id)
+		if id != r.opt.ID {
+			peers[id] = a
+		}
+	}
+	listen, ok := r.opt.Peers[r.opt.ID]
+	if !ok {
+		return fmt.Errorf("core: replica: member %d has no address among the peers", r.opt.ID)
+	}
+	cfg := replica.Config{ID: r.opt.ID, Group: replGroup, Members: members, Applied: applied,
+		Tick: r.opt.Tick, ElectionTicks: r.opt.ElectionTicks, ProposeTimeout: r.opt.ProposeTimeout,
+		// The state machine's snapshot is not wired yet: no raft snapshot,
+		// no log compaction (docs/REPLICATION.md, "to do").
+		SnapshotEntries: 1 << 62,
+		Logger:          r.log}
+	g, tr, err := replica.Open(cfg, replica.TransportConfig{Listen: listen, Peers: peers, Secret: r.opt.Secret}, db, replSM{r})
+	if err != nil {
+		return fmt.Errorf("core: replica: %w", err)
+	}
+	r.g, r.tr = g, tr
+	r.log.Info("core: replica started", "id", r.opt.ID, "members", len(members), "applied", applied, "raft", listen)
+	r.wg.Add(1)
+	go r.watch()
+	return nil
+}
+
+// watch makes the node writable once it leads and has applied every entry
+// of earlier terms (its own no-op entry committed), and deposes it when it
+// stops leading or its group stops.
+func (r *replicated) watch() {
+	defer r.wg.Done()
+	tick := r.opt.Tick
+	if tick <= 0 {
+		tick = 50 * time.Millisecond
+	}
+	t := time.NewTicker(tick / 5)
+	defer t.Stop()
+	head := r.header(nil)
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.g.Done():
+			r.depose(fmt.Errorf("%w: the raft member stopped: %v", errDeposed, r.g.Err()))
+			return
+		case <-t.C:
+		}
+		lead := r.g.Leader()
+		if r.writable.Load() {
+			if lead != r.opt.ID {
+				r.depose(fmt.Errorf("%w: leader is now %d", errDeposed, lead))
+				return
+			}
+			continue
+		}
+		if lead != r.opt.ID {
+			continue
+		}
+		// Every entry before this no-op is applied once it commits: raft
+		// applies in index order, and Apply returns after the shards did.
+		idx, err := r.g.Propose(context.Background(), head)
+		if err != nil {
+			r.log.Info("core: replica: no-op as new leader not committed; trying again", "err", err)
+			continue
+		}
+		r.writable.Store(true)
+		close(r.writableCh)
+		r.log.Info("core: replica: leading, taking commands", "id", r.opt.ID, "index", idx)
+	}
+}
+
+func (r *replicated) header(dst []byte) []byte {
+	dst = append(dst, replEntryVersion)
+	dst = binary.LittleEndian.AppendUint64(dst, r.opt.ID)
+	return binary.LittleEndian.AppendUint64(dst, r.nonce)
+}
+
+// depose stops the node taking commands for good; Deposed's channel
+// closes, for the process to exit and rebuild from what is durable.
+func (r *replicated) depose(err error) {
+	r.deposeOnce.Do(func() {
+		r.deposeErr = err
+		r.writable.Store(false)
+		close(r.deposed)
+		select {
+		case <-r.stop: // closing: not news
+		default:
+			r.log.Error("core: replica: deposed: taking no more commands; restart to rebuild from the committed log", "err", err)
+		}
+	})
+}
+
+func (r *replicated) isDeposed() bool {
+	select {
+	case <-r.deposed:
+		return true
+	default:
+		return false
+	}
+}
+
+// commit is the committer's commit of the sealed batches bs when
+// replicated: propose their rows as one entry, and once it is committed
+// write them with the applied index (unsynced: the raft log holds them).
+func (r *replicated) commit(g *journal.Group, bs []*journal.Batch, buf []byte) ([]byte, error) {
+	select {
+	case <-r.deposed:
+		return buf, r.deposeErr
+	default:
+	}
+	buf = r.header(buf[:0])
+	var err error
+	for _, b := range bs {
+		if buf, err = b.AppendRows(buf); err != nil {
+			return buf, err
+		}
+	}
+	idx, err := r.g.Propose(context.Background(), buf)
+	if err != nil {
+		r.refused.Add(1)
+		switch {
+		case errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrNoQuorum), errors.Is(err, replica.ErrDropped):
+			err = fmt.Errorf("%w: %w: %w", errDeposed, ErrNotLeader, err)
+		default: // it may still commit
+			err = fmt.Errorf("%w: %w: %w", errDeposed, ErrTimeout, err)
+		}
+		r.depose(err)
+		return buf, err
+	}
+	r.kv = append(r.kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(idx)})
+	if err := g.CommitRows(bs, r.kv, false); err != nil {
+		r.depose(err)
+		return buf, err
+	}
+	r.applied.Store(idx)
+	return buf, nil
+}
+
+// replyErr is what the requests of a batch whose commit failed are
+// answered: ErrNotLeader when the group refused it for sure, ErrTimeout
+// when it may still be committed, else ErrUnavailable (the journal).
+func replyErr(err error) error {
+	switch {
+	case !errors.Is(err, errDeposed):
+		return ErrUnavailable
+	case errors.Is(err, ErrNotLeader):
+		return ErrNotLeader
+	}
+	return ErrTimeout
+}
+
+// replSM is the group's state machine.
+type replSM struct{ r *replicated }
+
+func (m replSM) Apply(index uint64, data []byte) error { return m.r.apply(index, data) }
+
+func (m replSM) Snapshot() ([]byte, error) {
+	return nil, errors.New("core: replica snapshots are not wired yet")
+}
+
+func (m replSM) Restore(index uint64, data []byte) error {
+	return errors.New("core: replica snapshots are not wired yet: a member this far behind needs a copy of a member's data directory")
+}
+
+// apply replays a committed entry of another member (or of an earlier run
+// of this one) through the shards: the ledger's records first, then the
+// market shards' in parallel, as journal replay does; then writes what
+// they wrote and the applied index in one batch.
+func (r *replicated) apply(index uint64, data []byte) error {
+	if len(data) < replEntryHead || data[0] != replEntryVersion {
+		return fmt.Errorf("core: entry %d is not a replicated batch (%d bytes)", index, len(data))
+	}
+	if binary.LittleEndian.Uint64(data[1:]) == r.opt.ID && binary.LittleEndian.Uint64(data[9:]) == r.nonce {
+		return nil // ours: the committer journals it once Propose returns
+	}
+	n := r.n
+	recs, err := journal.DecodeRows(data[replEntryHead:], n.nMarket)
+	if err != nil {
+		return fmt.Errorf("core: entry %d: %w", index, err)
+	}
+	if len(recs) == 0 {
+		r.applied.Store(index)
+		return nil
+	}
+	jobs := make([]*replayJob, len(n.shards))
+	for i := range recs {
+		s := recs[i].Shard
+		if s < 0 || s >= len(n.shards) {
+			return fmt.Errorf("core: entry %d: record of shard %d, the node has %d", index, s, len(n.shards))
+		}
+		if jobs[s] == nil {
+			jobs[s] = &replayJob{done: make(chan struct{})}
+		}
+		jobs[s].recs = append(jobs[s].recs, &recs[i])
+	}
+	// No barrier (snapshot, state hash) between a shard's replay and the
+	// commit of what it wrote.
+	n.barMu.Lock()
+	defer n.barMu.Unlock()
+	if err := r.run(n.nMarket, jobs[n.nMarket:]); err != nil {
+		return fmt.Errorf("core: entry %d: %w", index, err)
+	}
+	if err := r.run(0, jobs[:n.nMarket]); err != nil {
+		return fmt.Errorf("core: entry %d: %w", index, err)
+	}
+	r.rbs = r.rbs[:0]
+	for i, j := range jobs {
+		if j != nil {
+			r.rbs = append(r.rbs, n.shards[i].rb)
+		}
+	}
+	r.kv = append(r.kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(index)})
+	err = r.group.CommitRows(r.rbs, r.kv, false)
+	for _, b := range r.rbs {
+		b.Reset()
+	}
+	if err != nil {
+		return fmt.Errorf("core: entry %d: %w", index, err)
+	}
+	r.applied.Store(index)
+	return nil
+}
+
+// run hands the jobs (of shards from first on) to their shards and waits
+// for all of them.
+func (r *replicated) run(first int, jobs []*replayJob) error {
+	for i, j := range jobs {
+		if j == nil {
+			continue
+		}
+		s := r.n.shards[first+i]
+		q := &Request{}
+		q.rt.op, q.rt.rep = opReplay, j
+		for !s.q.push(q) {
+			if r.n.closed.Load() && s.stopped.Load() {
+				return ErrClosed
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	var errs []error
+	for _, j := range jobs {
+		if j != nil {
+			<-j.done
+			errs = append(errs, j.err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// replay applies job's records on the shard goroutine, with their
+// recorded decisions, into the shard's replay batch (which the apply
+// goroutine commits), and flushes their credits.
+func (s *shard) replay(j *replayJob) {
+	defer close(j.done)
+	if s.rb == nil {
+		s.rb = s.n.store.NewBatch()
+	}
+	for _, rec := range j.recs {
+		last := rec.First + uint64(len(rec.Cmds)) - 1
+		if last <= s.seq {
+			continue // in the journal already (a restart between the journal's commit and raft's)
+		}
+		if rec.First != s.seq+1 {
+			j.err = fmt.Errorf("shard %d: replicated record at seq %d, the shard is at %d", s.id, rec.First, s.seq)
+			return
+		}
+		s.w.Begin(rec.First, rec.TimeMs)
+		s.timeMs = rec.TimeMs // a shard's batch times never go back
+		count := 0
+		for i := range rec.Cmds {
+			c := &rec.Cmds[i]
+			s.seq++
+			s.applying.Store(s.seq)
+			if c.Kind == engine.CmdSetRules {
+				s.eng.StageRules(rec.Rules[s.seq])
+			}
+			s.apply(c)
+			if s.out.Rules != nil {
+				s.n.st.Markets[s.out.Rules.ID] = s.out.Rules
+			}
+			s.w.Add(s.rb, c, &s.out)
+			if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK && s.n.opt.OnAddUser != nil {
+				s.n.opt.OnAddUser(c)
+			}
+			count++
+		}
+		for _, kv := range rec.Rows {
+			s.rb.SetRow(kv[0], kv[1])
+		}
+		s.w.Finish(s.rb)
+		s.wroteKeys.Add(uint64(s.rb.Keys()))
+		s.flush(-1)
+		s.flushed.Store(s.seq)
+		s.n.sinceSnap.Add(int64(count))
+	}
+	s.n.metrics.resting(s.id, s.eng.WorkingOrders())
+}
+
+// Replicated reports whether the node is a member of a raft group.
+func (n *Node) Replicated() bool { return n.repl != nil }
+
+// Writable reports whether the node takes commands: always for a single
+// node; for a member, once it leads and has caught up, until deposed.
+func (n *Node) Writable() bool { return n.repl == nil || n.repl.writable.Load() }
+
+// WritableCh is closed once the node takes commands (at once for a single
+// node).
+func (n *Node) WritableCh() <-chan struct{} {
+	if n.repl == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return n.repl.writableCh
+}
+
+// LeaderID is the member this one believes leads (0: none known, or a
+// single node).
+func (n *Node) LeaderID() uint64 {
+	if n.repl == nil || n.repl.g == nil {
+		return 0
+	}
+	return n.repl.g.Leader()
+}
+
+// Deposed is closed when a replicated node stops taking commands for good
+// (it lost its leadership, a proposal failed, or its raft member stopped):
+// its engines may hold commands the group did not commit, so the process
+// must restart and rebuild from the journal and the committed log. Nil (it
+// never closes) for a single node.
+func (n *Node) Deposed() <-chan struct{} {
+	if n.repl == nil {
+		return nil
+	}
+	return n.repl.deposed
+}
+
+// ReplicaStatus is the raft member's view (zero for a single node).
+func (n *Node) ReplicaStatus() replica.Status {
+	if n.repl == nil || n.repl.g == nil {
+		return replica.Status{}
+	}
+	return n.repl.g.Status()
+}
+
+func (r *replicated) close() {
+	r.closeOnce.Do(func() {
+		close(r.stop)
+		if r.g != nil {
+			r.g.Close()
+			r.tr.Close()
+		}
+		r.wg.Wait()
+		if r.group != nil {
+			r.group.Close()
+		}
+	})
+}
+
+var (
+	replLeaderDesc   = prometheus.NewDesc("exchanged_replica_leader", "The member this one believes leads (0: none known).", nil, nil)
+	replStateDesc    = prometheus.NewDesc("exchanged_replica_is_leader", "1 while this member leads and takes commands.", nil, nil)
+	replTermDesc     = prometheus.NewDesc("exchanged_replica_term", "The raft term.", nil, nil)
+	replCommitDesc   = prometheus.NewDesc("exchanged_replica_commit_index", "The highest raft index known committed.", nil, nil)
+	replAppliedDesc  = prometheus.NewDesc("exchanged_replica_applied_index", "The highest raft index whose state this member holds.", nil, nil)
+	replLagDesc      = prometheus.NewDesc("exchanged_replica_lag_entries", "Entries a member is behind the commit index (on the leader, per member; elsewhere, this one's commit - applied).", []string{"member"}, nil)
+	replChangesDesc  = prometheus.NewDesc("exchanged_replica_leader_changes_total", "Leaders this member has seen since it started.", nil, nil)
+	replRefusedDesc  = prometheus.NewDesc("exchanged_replica_proposals_failed_total", "Proposals that failed (the member then stops taking commands).", nil, nil)
+	replSnapshotDesc = prometheus.NewDesc("exchanged_replica_snapshots_received_total", "Snapshots restored from the leader.", nil, nil)
+)
+
+type replCollector struct{ r *replicated }
+
+func (c replCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{replLeaderDesc, replStateDesc, replTermDesc, replCommitDesc, replAppliedDesc, replLagDesc, replChangesDesc, replRefusedDesc, replSnapshotDesc} {
+		ch <- d
+	}
+}
+
+func (c replCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.r
+	if r.g == nil {
+		return
+	}
+	st := r.g.Status()
+	g := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), l...)
+	}
+	g(replLeaderDesc, st.Leader)
+	w := uint64(0)
+	if r.writable.Load() {
+		w = 1
+	}
+	g(replStateDesc, w)
+	g(replTermDesc, st.Term)
+	g(replCommitDesc, st.Commit)
+	g(replAppliedDesc, r.applied.Load())
+	if st.Match != nil {
+		for id, m := range st.Match {
+			g(replLagDesc, st.Commit-min(m, st.Commit), strconv.FormatUint(id, 10))
+		}
+	} else {
+		g(replLagDesc, st.Commit-min(st.Applied, st.Commit), strconv.FormatUint(r.opt.ID, 10))
+	}
+	ch <- prometheus.MustNewConstMetric(replChangesDesc, prometheus.CounterValue, float64(st.LeaderChanges))
+	ch <- prometheus.MustNewConstMetric(replRefusedDesc, prometheus.CounterValue, float64(r.refused.Load()))
+	ch <- prometheus.MustNewConstMetric(replSnapshotDesc, prometheus.CounterValue, float64(st.SnapshotsReceived))
+}
