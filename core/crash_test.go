@@ -62,7 +62,7 @@ func crashMarkets() []*engine.MarketSpec {
 		MinOrderSize: "0.0001", MaxOrderSize: "1000", MaxPositionSize: "1000", MakerFeeRate: "0.0002", TakerFeeRate: "0.0006",
 		MinLeverage: 1, MaxLeverage: 100, DefaultLeverage: 20, MaintenanceMarginRate: "0.005",
 		BuyLimitPriceRatio: "0.5", SellLimitPriceRatio: "0.5", MarketFallbackPriceRatio: "0.05",
-		FundingIntervalHours: 8, InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true}, coins[0], coins[2])
+		IndexSymbol: "BTCUSDT", FundingIntervalHours: 8, InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true}, coins[0], coins[2])
 	if err != nil {
 		panic(err)
 	}

@@ -64,7 +64,8 @@ type Options struct {
 	// batch, so a replay is unchanged), as do rebate settlement's day
 	// boundaries; the node never goes back before its last batch.
 	Clock func() int64
-	// SettleEvery is how often the rebate settler looks for ended days to
+	// SettleEvery is how often the rebate settler and the funding timer
+	// (funding.go) look for work; the settler looks for ended days to
 	// settle (rebate.go); 0: every second; negative: never.
 	SettleEvery time.Duration
 
@@ -118,6 +119,9 @@ type Node struct {
 
 	floor    int64      // the newest batch time in the journal at Open (Now)
 	settleMu sync.Mutex // one rebate settlement at a time
+
+	premMu sync.Mutex                    // guards prem
+	prem   map[engine.MarketID]*premiums // the funding timer's samples (funding.go)
 
 	closed     atomic.Bool  // Submit refuses once set
 	submitters atomic.Int64 // Submits between their closed check and their push
@@ -207,8 +211,9 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		n.log.Info("core: market rules changed", "market", spec.Symbol)
 	}
 	if o.SettleEvery >= 0 { // after the rules: settlement reads the markets' specs
-		n.wg.Add(1)
+		n.wg.Add(2)
 		go n.settler()
+		go n.funder()
 	}
 	return n, nil
 }

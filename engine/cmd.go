@@ -17,8 +17,7 @@ const (
 	CmdLeverage       CmdKind = 10 // set User's leverage (Amount) in Market for side Pos (0: both)
 	CmdMarginMode     CmdKind = 11 // set User's margin mode (Mode) in Market
 	CmdPositionMargin CmdKind = 12 // move Amount (signed) into User's isolated position Pos in Market
-	CmdPremium        CmdKind = 13 // sample Market's premium at minute OrderID (ms); Price: the index (funding.go)
-	CmdFunding        CmdKind = 14 // pay Market's funding for the interval ending at OrderID (ms) (funding.go)
+	CmdFunding        CmdKind = 13 // pay Market's funding for the interval ending at OrderID (ms) (funding.go)
 	cmdKindCount
 )
 

@@ -159,12 +159,10 @@ type ctState struct {
 	// position when the order fills come with the risk work.
 	presets map[int64]preset
 
-	// funding (funding.go): the current interval's premium samples, the
-	// last sample and funding times, the last rate and index
-	premSum, premN              int64
-	lastSampleMs, lastFundingMs int64
-	lastRate                    int64
-	lastIndex                   Price
+	// funding (funding.go): the last funding time, rate and index
+	lastFundingMs int64
+	lastRate      int64
+	lastIndex     Price
 }
 
 // preset is an open's take-profit and stop-loss trigger prices (0: none)
@@ -747,8 +745,7 @@ func (e *Engine) BadDebt(id MarketID) Amount {
 // closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64
 // updatedMs | i64 opening | i64 funding; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
 // the working opens' presets by ascending id; then the funding state:
-// i64 premSum | i64 premN | i64 lastSampleMs | i64 lastFundingMs | i64
-// lastRate | i64 lastIndex.
+// i64 lastFundingMs | i64 lastRate | i64 lastIndex.
 func appendContract(dst []byte, ct *ctState) []byte {
 	dst = le.AppendUint64(dst, uint64(ct.badDebt))
 	dst = le.AppendUint32(dst, uint32(ct.n))
@@ -779,7 +776,7 @@ func appendContract(dst []byte, ct *ctState) []byte {
 		dst = le.AppendUint64(dst, uint64(p.sl))
 		dst = append(dst, p.mark)
 	}
-	for _, v := range [...]int64{ct.premSum, ct.premN, ct.lastSampleMs, ct.lastFundingMs, ct.lastRate, int64(ct.lastIndex)} {
+	for _, v := range [...]int64{ct.lastFundingMs, ct.lastRate, int64(ct.lastIndex)} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
 	return dst
@@ -822,8 +819,7 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 		m.ct.presets[id] = p
 	}
 	ct := m.ct
-	ct.premSum, ct.premN, ct.lastSampleMs, ct.lastFundingMs, ct.lastRate = r.i64(), r.i64(), r.i64(), r.i64(), r.i64()
-	ct.lastIndex = Price(r.i64())
+	ct.lastFundingMs, ct.lastRate, ct.lastIndex = r.i64(), r.i64(), Price(r.i64())
 	return r.err
 }
 

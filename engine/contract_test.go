@@ -413,8 +413,8 @@ func TestContractPresets(t *testing.T) {
 }
 
 // TestContractFunding: the mark price is the median of bid, ask and last;
-// premium samples average into the rate, clamped by maxFundingRate; longs
-// pay shorts rate × size × mark, to the unit; a time is settled once.
+// the recorded average premium sets the rate, clamped by maxFundingRate;
+// longs pay shorts rate × size × mark, to the unit; a time is settled once.
 func TestContractFunding(t *testing.T) {
 	w := newCtWorld(t)
 	for _, uid := range []int64{10, 11, 12} {
@@ -427,22 +427,21 @@ func TestContractFunding(t *testing.T) {
 	}
 	w.ok(w.order(12, engine.Buy, engine.Long, "30300", "0.1"))
 	w.ok(w.order(12, engine.Sell, engine.Short, "30600", "0.1"))
-	if m := w.e.MarkPrice(w.ct.ID); m != w.price("30300") {
-		t.Fatalf("mark %d, want the median 30300 of 30300, 30600, 30000", m)
+	mark := w.e.MarkPrice(w.ct.ID)
+	if mark != w.price("30300") {
+		t.Fatalf("mark %d, want the median 30300 of 30300, 30600, 30000", mark)
 	}
 	idx := w.price("30000")
-	w.ok(engine.Cmd{Kind: engine.CmdPremium, UID: 10, OrderID: 60_000, Price: idx})
-	w.reject(engine.RejectAlreadySettled, engine.Cmd{Kind: engine.CmdPremium, UID: 10, OrderID: 60_000, Price: idx})
-	w.ok(engine.Cmd{Kind: engine.CmdPremium, UID: 10, OrderID: 120_000, Price: idx})
-	if f := w.e.Funding(w.ct.ID); f.Premium != engine.RateOne/100 || f.Samples != 2 || f.Index != idx {
-		t.Fatalf("funding state %+v: want an average premium of 1%%", f)
+	avg := engine.Premium(mark, idx)
+	if avg != engine.RateOne/100 {
+		t.Fatalf("premium %d, want 1%%", avg)
 	}
 	a0, _ := w.acc.Balance(w.user(10), ctUSDT|engine.Futures)
 	b0, _ := w.acc.Balance(w.user(11), ctUSDT|engine.Futures)
 	// rate = clamp(0.01 + clamp(0.0001 - 0.01, ±0.0005), ±0.0075) = 0.0075:
 	// the long pays 0.0075 × 1 × 30300 = 227.25 to the short.
-	w.ok(engine.Cmd{Kind: engine.CmdFunding, UID: 10, OrderID: 8 * 3_600_000})
-	if f := w.out.Funding; f.Rate != 750_000 || f.Mark != w.price("30300") || f.TimeMs != 8*3_600_000 {
+	w.ok(engine.Cmd{Kind: engine.CmdFunding, UID: 10, OrderID: 8 * 3_600_000, Amount: engine.Amount(avg), Price: idx})
+	if f := w.out.Funding; f.Rate != 750_000 || f.Mark != mark || f.TimeMs != 8*3_600_000 || f.Index != idx {
 		t.Fatalf("funding record %+v", f)
 	}
 	a1, _ := w.acc.Balance(w.user(10), ctUSDT|engine.Futures)
@@ -454,14 +453,18 @@ func TestContractFunding(t *testing.T) {
 		t.Fatalf("long's cumulative funding %d", p.Funding)
 	}
 	w.reject(engine.RejectAlreadySettled, engine.Cmd{Kind: engine.CmdFunding, UID: 10, OrderID: 8 * 3_600_000})
-	if f := w.e.Funding(w.ct.ID); f.Samples != 0 || f.LastRate != 750_000 {
+	if f := w.e.Funding(w.ct.ID); f.LastRate != 750_000 || f.LastFundingMs != 8*3_600_000 || f.Index != idx {
 		t.Fatalf("after settling: %+v", f)
 	}
-	// no samples: the rate is the interest rate (0.01%), paid on 1.1 LONG
-	// (C's 0.1 did not fill: still 1) by the long to the short: 3.03
+	// no samples: the rate is the interest rate (0.01%), paid by the long
+	// to the short on 1 at the mark 30300: 3.03
 	w.ok(engine.Cmd{Kind: engine.CmdFunding, UID: 10, OrderID: 16 * 3_600_000})
 	a2, _ := w.acc.Balance(w.user(10), ctUSDT|engine.Futures)
 	if a1-a2 != usd(t, "3.03") || w.out.Funding.Rate != 10_000 {
 		t.Fatalf("interest-only funding: paid %d at %d", a1-a2, w.out.Funding.Rate)
+	}
+	// a negative premium below the cap: shorts pay longs
+	if r := engine.FundingRate(w.ct, -engine.RateOne/500); r != -200_000+50_000 {
+		t.Fatalf("rate for -0.2%%: %d", r)
 	}
 }

@@ -190,8 +190,6 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 		out.Reject = e.setMarginMode(c)
 	case CmdPositionMargin:
 		out.Reject = e.positionMargin(c)
-	case CmdPremium:
-		out.Reject = e.samplePremium(c)
 	case CmdFunding:
 		out.Reject = e.payFunding(c)
 	default:

@@ -7,24 +7,23 @@ import "fmt"
 // The mark price is the median of the best bid, the best ask and the last
 // trade; the last trade alone when a side of the book is empty; 0 before
 // the first trade. The engine has no clock and reads no other shard: the
-// runtime submits, each minute, a CmdPremium carrying the index price (the
-// mid of the contract's spot index market, read from the spot shard: a
-// recorded decision, like a rebate's amount) and, at each funding time, a
-// CmdFunding. Both carry the time they are for in OrderID, and a time not
-// after the last one is refused, so a restart's timer repeats nothing.
-//
-// CmdPremium adds (mark - index) / index to the interval's premium sum.
-// CmdFunding sets the rate
+// runtime samples, each minute, the premium (mark - index) / index, the
+// index being the mid of the contract's spot index market, and at each
+// funding time submits a CmdFunding that records the interval's average
+// premium (Amount, RateOne units) and the last index (Price): a recorded
+// decision, like a rebate's amount, so replay needs neither the spot book
+// nor the samples, and the samples change no state between fundings.
+// OrderID is the funding time; a time not after the last one is refused,
+// so a restarted timer pays nothing twice. The rate is
 //
 //	rate = clamp(avg + clamp(interestRate - avg, ±0.0005), ±maxFundingRate)
 //
-// (avg: the interval's average premium, 0 with no sample), and every
-// position pays or receives rate × size × mark: longs pay shorts when the
-// rate is positive. A payer pays from its wallet's available balance
-// (cross) or its position's margin (isolated), as far as they go; what
-// was collected is shared among the receivers by size, rounded down, and
-// the rounding's remainder goes to the fee account. Money is moved, not
-// made: the money rule of contract.go holds.
+// and every position pays or receives rate × size × mark: longs pay
+// shorts when the rate is positive. A payer pays from its wallet's
+// available balance (cross) or its position's margin (isolated), as far as
+// they go; what was collected is shared among the receivers by size,
+// rounded down, and the rounding's remainder goes to the fee account.
+// Money is moved, not made: the money rule of contract.go holds.
 
 // fundingFloor bounds the interest term of the rate (0.05%).
 const fundingFloor = RateOne / 2000
@@ -58,56 +57,33 @@ func (e *Engine) MarkPrice(id MarketID) Price {
 	return 0
 }
 
-// FundingState is what a contract's funding shows between settlements.
+// FundingState is a contract's last funding settlement.
 type FundingState struct {
-	LastRate      int64 // the last settled rate (RateOne = 100%)
-	LastFundingMs int64 // the last funding time settled (0: none)
-	Premium       int64 // the current interval's average premium so far
-	Samples       int64
-	Index         Price // the last index price sampled (0: none)
+	LastRate      int64 // RateOne = 100%
+	LastFundingMs int64 // 0: none yet
+	Index         Price // the index price it recorded
 }
 
-// Funding returns contract market id's funding state.
+// Funding returns contract market id's last funding settlement.
 func (e *Engine) Funding(id MarketID) FundingState {
 	m := e.market(id)
 	if m == nil || m.ct == nil {
 		return FundingState{}
 	}
-	ct := m.ct
-	f := FundingState{LastRate: ct.lastRate, LastFundingMs: ct.lastFundingMs, Samples: ct.premN, Index: ct.lastIndex}
-	if ct.premN > 0 {
-		f.Premium = ct.premSum / ct.premN
-	}
-	return f
+	return FundingState{LastRate: m.ct.lastRate, LastFundingMs: m.ct.lastFundingMs, Index: m.ct.lastIndex}
 }
 
-// samplePremium applies a CmdPremium.
-func (e *Engine) samplePremium(c *Cmd) Reject {
-	m := e.market(c.Market)
-	if m == nil || m.ct == nil {
-		return RejectUnknownMarket
-	}
-	ct := m.ct
-	if c.OrderID <= ct.lastSampleMs || c.Price < 0 {
-		return RejectAlreadySettled
-	}
-	ct.lastSampleMs = c.OrderID
-	mark := m.markPrice()
-	index := c.Price
-	if index == 0 {
-		index = mark
-	}
-	ct.lastIndex = index
-	if mark == 0 || index == 0 {
-		return OK // no price: no sample
+// Premium returns (mark - index) / index in RateOne units, truncated
+// toward zero; 0 without both prices.
+func Premium(mark, index Price) int64 {
+	if mark <= 0 || index <= 0 {
+		return 0
 	}
 	p, _ := mulDiv(abs64(int64(mark-index)), RateOne, int64(index))
 	if mark < index {
 		p = -p
 	}
-	ct.premSum += p
-	ct.premN++
-	return OK
+	return p
 }
 
 func abs64(x int64) int64 {
@@ -119,13 +95,10 @@ func abs64(x int64) int64 {
 
 func clamp(x, lo, hi int64) int64 { return max(lo, min(hi, x)) }
 
-// fundingRate returns the rate of the interval sampled so far.
-func (m *market) fundingRate() int64 {
-	ct, s := m.ct, m.spec
-	var avg int64
-	if ct.premN > 0 {
-		avg = ct.premSum / ct.premN
-	}
+// FundingRate returns the rate of an interval whose average premium is
+// avg (RateOne units) under s's interest rate and cap.
+func FundingRate(s *MarketSpec, avg int64) int64 {
+	avg = clamp(avg, -RateOne, RateOne) // a recorded value: bounded before it is added to
 	r := avg + clamp(s.InterestRate-avg, -fundingFloor, fundingFloor)
 	return clamp(r, -s.MaxFundingRate, s.MaxFundingRate)
 }
@@ -137,12 +110,12 @@ func (e *Engine) payFunding(c *Cmd) Reject {
 		return RejectUnknownMarket
 	}
 	ct, s := m.ct, m.spec
-	if c.OrderID <= ct.lastFundingMs {
+	if c.OrderID <= ct.lastFundingMs || c.Price < 0 {
 		return RejectAlreadySettled
 	}
-	rate, mark := m.fundingRate(), m.markPrice()
-	ct.lastFundingMs, ct.lastRate, ct.premSum, ct.premN = c.OrderID, rate, 0, 0
-	e.out.Funding = FundingRecord{Market: s.ID, TimeMs: c.OrderID, Rate: rate, Mark: mark, Index: ct.lastIndex}
+	rate, mark := FundingRate(s, int64(c.Amount)), m.markPrice()
+	ct.lastFundingMs, ct.lastRate, ct.lastIndex = c.OrderID, rate, c.Price
+	e.out.Funding = FundingRecord{Market: s.ID, TimeMs: c.OrderID, Rate: rate, Mark: mark, Index: c.Price}
 	if rate == 0 || mark == 0 {
 		return OK
 	}

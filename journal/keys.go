@@ -46,6 +46,7 @@ const (
 	pfxAccrual  = 'a'
 	pfxRebate   = 'b'
 	pfxCandle   = 'k'
+	pfxFunding  = 'f'
 )
 
 var be = binary.BigEndian

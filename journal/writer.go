@@ -67,6 +67,11 @@ func (w *Writer) Add(b *Batch, c *engine.Cmd, o *engine.Out) {
 			w.candles(o)
 		}
 		w.hist.add(c, o, uint64(w.count))
+		if o.Funding.Market != 0 {
+			w.key = fundingKey(w.key[:0], o.Funding.Market, o.Funding.TimeMs)
+			w.val = appendFunding(w.val[:0], &o.Funding)
+			b.b.Set(w.key, w.val, nil)
+		}
 		if c.Kind == engine.CmdAddUser && o.Reject == engine.OK {
 			w.key = userKey(w.key[:0], c.User)
 			w.val = appendCmd(w.val[:0], c)

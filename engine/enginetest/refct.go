@@ -536,7 +536,7 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 		b = append(b, o.Mark)
 	}
 	// the funding state: the reference sends no funding commands
-	for range 6 {
+	for range 3 {
 		b = le.AppendUint64(b, 0)
 	}
 	return b

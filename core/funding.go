@@ -1,0 +1,191 @@
+package core
+
+import (
+	"errors"
+	"math/big"
+	"slices"
+	"time"
+
+	"github.com/weexcore/exchange/engine"
+)
+
+// Funding timer (engine/funding.go). Each minute of the exchange's clock
+// it samples, for every contract, the premium (mark - index) / index: the
+// mark from the contract's book, the index the mid of its spot index
+// market. The samples live here, not in the engine: they change no state.
+// At each funding time (every fundingIntervalHours from 00:00 UTC) it
+// submits a CmdFunding recording the interval's average premium and the
+// last index, so replay needs neither. A restart loses the interval's
+// samples so far: the rate then averages those taken since. The engine
+// refuses a funding time it has passed, so restarts pay nothing twice.
+
+const minuteMs = 60_000
+
+// premiums are one contract's samples of the current interval.
+type premiums struct {
+	sum, n   int64
+	index    engine.Price // the last index sampled
+	sampled  int64        // the last minute sampled
+	funded   int64        // the last funding time submitted
+	lastMark engine.Price
+}
+
+// funder runs the funding timer until the node stops.
+func (n *Node) funder() {
+	defer n.wg.Done()
+	every := n.opt.SettleEvery
+	if every == 0 {
+		every = time.Second
+	}
+	var contracts, index []*engine.MarketSpec
+	for _, s := range n.st.Markets {
+		if s != nil && s.Contract {
+			contracts = append(contracts, s)
+			index = append(index, n.spotMarket(s.IndexSymbol))
+		}
+	}
+	if len(contracts) == 0 {
+		return
+	}
+	n.premMu.Lock()
+	n.prem = make(map[engine.MarketID]*premiums, len(contracts))
+	for _, s := range contracts {
+		n.prem[s.ID] = &premiums{}
+	}
+	n.premMu.Unlock()
+	for {
+		select {
+		case <-n.stopSnap:
+			return
+		case <-time.After(every):
+		}
+		now := n.Now()
+		for i, s := range contracts {
+			n.premMu.Lock()
+			p := *n.prem[s.ID]
+			n.premMu.Unlock()
+			interval := int64(s.FundingHours) * 3_600_000
+			if at := now / interval * interval; at > p.funded {
+				var avg int64
+				if p.n > 0 {
+					avg = p.sum / p.n
+				}
+				c := engine.Cmd{Kind: engine.CmdFunding, Market: s.ID, OrderID: at, Amount: engine.Amount(avg), Price: p.index}
+				if !n.timerCmd(c, s) {
+					return
+				}
+				p.funded, p.sum, p.n = at, 0, 0
+			}
+			if at := now / minuteMs * minuteMs; at > p.sampled {
+				mark, idx := n.markPrice(s), engine.Price(0)
+				if index[i] != nil {
+					idx = n.indexPrice(index[i], s)
+				}
+				if idx == 0 {
+					idx = mark // no index market or price: the premium is 0
+				}
+				if mark > 0 {
+					p.sum += engine.Premium(mark, idx)
+					p.n++
+				}
+				p.sampled, p.index, p.lastMark = at, idx, mark
+			}
+			n.premMu.Lock()
+			*n.prem[s.ID] = p
+			n.premMu.Unlock()
+		}
+	}
+}
+
+// Premium returns contract m's current interval so far: the average
+// premium of its samples (RateOne units; 0 with none), how many, and the
+// last index and mark sampled. ok is false before the timer's first tick.
+func (n *Node) Premium(m engine.MarketID) (avg, samples int64, index, mark engine.Price, ok bool) {
+	n.premMu.Lock()
+	defer n.premMu.Unlock()
+	p := n.prem[m]
+	if p == nil {
+		return 0, 0, 0, 0, false
+	}
+	if p.n > 0 {
+		avg = p.sum / p.n
+	}
+	return avg, p.n, p.index, p.lastMark, true
+}
+
+// markPrice reads contract s's mark price from its book (engine/funding.go).
+func (n *Node) markPrice(s *engine.MarketSpec) engine.Price {
+	b, err := n.Depth(s.ID, 1, time.Now().Add(10*time.Second), nil, nil)
+	if err != nil || b.Last == 0 {
+		return 0
+	}
+	if len(b.Bids) == 0 || len(b.Asks) == 0 {
+		return b.Last
+	}
+	x := []engine.Price{b.Bids[0].Price, b.Asks[0].Price, b.Last}
+	slices.Sort(x)
+	return x[1]
+}
+
+// timerCmd submits c and waits for it; it reports false when the node is
+// closing. A refusal (a time already passed) is success: it was done.
+func (n *Node) timerCmd(c engine.Cmd, s *engine.MarketSpec) bool {
+	r := AcquireRequest()
+	r.Cmd = c
+	if err := n.Submit(r); err != nil {
+		ReleaseRequest(r)
+		if !errors.Is(err, ErrClosed) {
+			n.log.Warn("core: funding timer: submit failed; retried next tick", "market", s.Symbol, "err", err.Error())
+		}
+		return !errors.Is(err, ErrClosed)
+	}
+	if err := r.Wait(time.Now().Add(time.Minute)); err != nil {
+		return !errors.Is(err, ErrClosed) // not released: the shard may still write it
+	}
+	if r.Out.Reject == engine.OK {
+		n.log.Info("core: funding settled", "market", s.Symbol, "atMs", c.OrderID, "avgPremium", int64(c.Amount))
+	}
+	ReleaseRequest(r)
+	return true
+}
+
+// spotMarket returns the spot market named sym, or nil.
+func (n *Node) spotMarket(sym string) *engine.MarketSpec {
+	for _, s := range n.st.Markets {
+		if s != nil && !s.Contract && s.Symbol == sym {
+			return s
+		}
+	}
+	return nil
+}
+
+// indexPrice returns spot market sp's mid (its last price with a one-sided
+// book; 0 with none) in contract ct's ticks, rounded down.
+func (n *Node) indexPrice(sp, ct *engine.MarketSpec) engine.Price {
+	b, err := n.Depth(sp.ID, 1, time.Now().Add(10*time.Second), nil, nil)
+	if err != nil {
+		return 0
+	}
+	var mid engine.Price
+	switch {
+	case len(b.Bids) > 0 && len(b.Asks) > 0:
+		mid = (b.Bids[0].Price + b.Asks[0].Price) / 2
+	default:
+		mid = b.Last
+	}
+	return convertPrice(mid, sp, ct)
+}
+
+// convertPrice converts p in from's ticks to to's, rounded down:
+// p × from.tick / to.tick.
+func convertPrice(p engine.Price, from, to *engine.MarketSpec) engine.Price {
+	pow := func(k int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil) }
+	v := new(big.Int).Mul(big.NewInt(int64(p)), big.NewInt(from.TickUnits))
+	v.Mul(v, pow(to.PriceDecimals))
+	d := new(big.Int).Mul(big.NewInt(to.TickUnits), pow(from.PriceDecimals))
+	v.Quo(v, d)
+	if !v.IsInt64() {
+		return 0
+	}
+	return engine.Price(v.Int64())
+}
