@@ -9,7 +9,7 @@ GOFLAGS := -buildvcs=false
 GOAMD64 ?= $(shell tools/goamd64.sh)
 export GOAMD64
 
-.PHONY: all build run test test-short bench bench-quick bench-contracts bench-model pgo soak fuzz clean ccxt
+.PHONY: all build run run-cluster test test-short bench bench-quick bench-contracts bench-model pgo soak fuzz clean ccxt
 
 all: build
 
@@ -20,6 +20,12 @@ build:
 run:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	./$(BIN)/exchanged -data ./data
+
+# three replicated nodes on loopback with the demo config (tools/run-cluster.sh,
+# README.md "A replicated cluster")
+run-cluster:
+	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
+	BIN=$(BIN)/exchanged tools/run-cluster.sh
 
 # the reference client for the conformance test (cmd/exchanged/ccxt_test.go),
 # pinned, installed into the ignored folder .ccxt/ when missing
@@ -45,11 +51,14 @@ test-short:
 	$(GO) test $(GOFLAGS) -short -tags invariants -count=1 ./...
 
 # long runs that do not fit make test: the kill -9 crash test over many
-# children, then every fuzz target for a few minutes (SOAK_ITERS, FUZZTIME)
+# children, the three-node group's leader killed CLUSTER_KILLS times, then
+# every fuzz target for a few minutes (SOAK_ITERS, CLUSTER_KILLS, FUZZTIME)
 SOAK_ITERS ?= 50
+CLUSTER_KILLS ?= 30
 FUZZTIME   ?= 3m
 soak:
 	JOURNAL_CRASH_ITERS=$(SOAK_ITERS) $(GO) test $(GOFLAGS) -tags invariants -count=1 -run '^TestCrash$$' -timeout 120m ./core/
+	EXCHANGED_CLUSTER_KILLS=$(CLUSTER_KILLS) $(GO) test $(GOFLAGS) -tags invariants -count=1 -run '^TestCluster' -timeout 60m ./cmd/exchanged/
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzEngine $(FUZZTIME)
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzParseFixed $(FUZZTIME)
 	GO=$(GO) tools/fuzz.sh ./engine/ FuzzAppendFixed $(FUZZTIME)

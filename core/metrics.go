@@ -20,7 +20,8 @@ type metrics struct {
 type shardMetrics struct {
 	rejects [engine.NumRejects]atomic.Uint64
 	resting atomic.Int64
-	_       [56]byte // keep shards' counters off each other's cache lines
+	open    atomic.Int64 // contract positions (the ledger shard's)
+	_       [48]byte     // keep shards' counters off each other's cache lines
 }
 
 func (m *metrics) init(shards int) {
@@ -41,7 +42,10 @@ func (m *metrics) reject(shard int, r engine.Reject) {
 	}
 }
 
-func (m *metrics) resting(shard, n int) { m.shards[shard].resting.Store(int64(n)) }
+func (m *metrics) resting(shard, n, positions int) {
+	m.shards[shard].resting.Store(int64(n))
+	m.shards[shard].open.Store(int64(positions))
+}
 
 var (
 	ringDepthDesc = prometheus.NewDesc("exchanged_ring_depth",
@@ -50,6 +54,8 @@ var (
 		"A shard's last durable command sequence.", []string{"shard"}, nil)
 	restingDesc = prometheus.NewDesc("exchanged_orders_resting",
 		"Working orders resting in a shard's books.", []string{"shard"}, nil)
+	positionsDesc = prometheus.NewDesc("exchanged_positions_open",
+		"Contract positions open (a user's LONG and SHORT in a contract count apart).", nil, nil)
 	rejectsDesc = prometheus.NewDesc("exchanged_rejects_total",
 		"Commands the engine rejected, by reason.", []string{"reason"}, nil)
 	writtenKeysDesc = prometheus.NewDesc("exchanged_journal_written_keys_total",
@@ -73,7 +79,7 @@ func (n *Node) Collectors() []prometheus.Collector {
 type nodeCollector struct{ n *Node }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ringDepthDesc, seqDesc, restingDesc, rejectsDesc, writtenKeysDesc, writtenBytesDesc} {
+	for _, d := range []*prometheus.Desc{ringDepthDesc, seqDesc, restingDesc, positionsDesc, rejectsDesc, writtenKeysDesc, writtenBytesDesc} {
 		ch <- d
 	}
 }
@@ -81,14 +87,15 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	n := c.n
 	var rejects [engine.NumRejects]uint64
+	var open int64
 	for i, s := range n.shards {
 		label := strconv.Itoa(i)
 		ch <- prometheus.MustNewConstMetric(ringDepthDesc, prometheus.GaugeValue, float64(s.q.depth()), label)
 		ch <- prometheus.MustNewConstMetric(seqDesc, prometheus.GaugeValue, float64(s.flushed.Load()), label)
 		m := &n.metrics.shards[i]
-		if i < n.nMarket {
-			ch <- prometheus.MustNewConstMetric(restingDesc, prometheus.GaugeValue, float64(m.resting.Load()), label)
-		}
+		// the ledger shard rests contract orders
+		ch <- prometheus.MustNewConstMetric(restingDesc, prometheus.GaugeValue, float64(m.resting.Load()), label)
+		open += m.open.Load()
 		for r := range m.rejects {
 			rejects[r] += m.rejects[r].Load()
 		}
@@ -98,6 +105,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(rejectsDesc, prometheus.CounterValue, float64(k), engine.Reject(r).String())
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(positionsDesc, prometheus.GaugeValue, float64(open))
 	keys, bytes := n.Written()
 	ch <- prometheus.MustNewConstMetric(writtenKeysDesc, prometheus.CounterValue, float64(keys))
 	ch <- prometheus.MustNewConstMetric(writtenBytesDesc, prometheus.CounterValue, float64(bytes))

@@ -83,6 +83,11 @@ type replicated struct {
 	deposeOnce sync.Once
 	deposeErr  error
 
+	// ctx is cancelled by depose: a proposal in flight then returns at
+	// once (its outcome unknown) rather than at its timeout.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	applied   atomic.Uint64 // last index whose state this node holds
 	refused   atomic.Uint64 // proposals that failed (the node then stops)
 	stop      chan struct{}
@@ -104,8 +109,10 @@ type replayJob struct {
 func newReplicated(n *Node, o ReplicaOptions) *replicated {
 	var nb [8]byte
 	rand.Read(nb[:])
-	return &replicated{n: n, opt: o, log: n.log, nonce: binary.LittleEndian.Uint64(nb[:]),
+	r := &replicated{n: n, opt: o, log: n.log, nonce: binary.LittleEndian.Uint64(nb[:]),
 		writableCh: make(chan struct{}), deposed: make(chan struct{}), stop: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
 }
 
 // start opens the raft member on the store's DB, from the applied index
@@ -182,7 +189,7 @@ func (r *replicated) watch() {
 		}
 		// Every entry before this no-op is applied once it commits: raft
 		// applies in index order, and Apply returns after the shards did.
-		idx, err := r.g.Propose(context.Background(), head)
+		idx, err := r.g.Propose(r.ctx, head)
 		if err != nil {
 			r.log.Info("core: replica: no-op as new leader not committed; trying again", "err", err)
 			continue
@@ -206,6 +213,7 @@ func (r *replicated) depose(err error) {
 		r.deposeErr = err
 		r.writable.Store(false)
 		close(r.deposed)
+		r.cancel()
 		select {
 		case <-r.stop: // closing: not news
 		default:
@@ -239,7 +247,7 @@ func (r *replicated) commit(g *journal.Group, bs []*journal.Batch, buf []byte) (
 			return buf, err
 		}
 	}
-	idx, err := r.g.Propose(context.Background(), buf)
+	idx, err := r.g.Propose(r.ctx, buf)
 	if err != nil {
 		r.refused.Add(1)
 		switch {
@@ -418,7 +426,7 @@ func (s *shard) replay(j *replayJob) {
 		s.flushed.Store(s.seq)
 		s.n.sinceSnap.Add(int64(count))
 	}
-	s.n.metrics.resting(s.id, s.eng.WorkingOrders())
+	s.n.metrics.resting(s.id, s.eng.WorkingOrders(), s.eng.OpenPositions())
 }
 
 // Replicated reports whether the node is a member of a raft group.

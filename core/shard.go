@@ -350,7 +350,7 @@ func (s *shard) answer(b, adds []*Request) {
 			f(&r.Cmd)
 		}
 	}
-	s.n.metrics.resting(s.id, s.eng.WorkingOrders())
+	s.n.metrics.resting(s.id, s.eng.WorkingOrders(), s.eng.OpenPositions())
 	for _, r := range b {
 		r.complete(nil)
 	}
@@ -409,7 +409,7 @@ func (s *shard) finishOldest() {
 			cb(&r.Cmd)
 		}
 	}
-	s.n.metrics.resting(s.id, s.eng.WorkingOrders())
+	s.n.metrics.resting(s.id, s.eng.WorkingOrders(), s.eng.OpenPositions())
 	for _, r := range f.reqs {
 		r.complete(nil)
 	}

@@ -153,6 +153,7 @@ func NewContractSpec(id MarketID, c ContractConfig, base, quote Coin) (*MarketSp
 type ctState struct {
 	pages   []*acctPage
 	n       int    // accounts
+	open    int    // positions with a size (both sides count)
 	badDebt Amount // losses no one could pay (see the package comment above)
 	// presets holds the take-profit and stop-loss prices of working opens
 	// placed with them, by order id: the plans that attach them to the
@@ -482,6 +483,7 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 		margin := min(ceilDiv(notional, Amount(o.lev)), portion-fee)
 		if ps.size == 0 {
 			ps.createdMs = e.timeMs
+			m.ct.open++
 		}
 		ps.size += q
 		ps.opening -= q
@@ -503,6 +505,9 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 			pnl = -pnl
 		}
 		ps.size -= q
+		if ps.size == 0 {
+			m.ct.open--
+		}
 		ps.openValue -= closed
 		ps.margin -= margin
 		ps.closing -= q
@@ -799,6 +804,9 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 			p.openQty, p.closeQty, p.openVal, p.closeVal = Qty(r.i64()), Qty(r.i64()), Amount(r.i64()), Amount(r.i64())
 			p.fees, p.realized, p.createdMs, p.updatedMs = Amount(r.i64()), Amount(r.i64()), r.i64(), r.i64()
 			p.opening, p.funding = Qty(r.i64()), Amount(r.i64())
+			if p.size > 0 {
+				m.ct.open++
+			}
 		}
 		if m.ct.get(u) != nil || i > 0 && u <= prev {
 			return fmt.Errorf("engine: snapshot positions out of user order at %d", u)
@@ -871,6 +879,17 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 	if err != nil {
 		return 0, 0, err
 	}
+	open := 0
+	m.ct.each(func(_ UserIdx, a *ctAcct) {
+		for i := range a.pos {
+			if a.pos[i].size > 0 {
+				open++
+			}
+		}
+	})
+	if open != m.ct.open {
+		return 0, 0, fmt.Errorf("engine: %s: %d positions open, counted %d", s.Symbol, open, m.ct.open)
+	}
 	for id := range m.ct.presets {
 		if h := m.ids.get(&e.pool, id); h == 0 || !e.pool.get(h).opens() {
 			return 0, 0, fmt.Errorf("engine: %s: preset of order %d, which is not a working open", s.Symbol, id)
@@ -887,6 +906,18 @@ func sortPositions(v []PositionView) {
 	slices.SortFunc(v, func(a, b PositionView) int {
 		return cmp.Or(cmp.Compare(a.Market, b.Market), cmp.Compare(a.Side, b.Side))
 	})
+}
+
+// OpenPositions returns how many positions (sides with a size) e's
+// contract markets hold.
+func (e *Engine) OpenPositions() int {
+	n := 0
+	for _, m := range e.owned {
+		if m.ct != nil {
+			n += m.ct.open
+		}
+	}
+	return n
 }
 
 // hasContracts reports whether e owns a contract market.

@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -298,4 +301,118 @@ func TestClusterFailover(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("no order acknowledged")
 	}
+}
+
+// checkAcked requires every acknowledged order on member id.
+func (c *cluster) checkAcked(id uint64, acks []acked) {
+	c.t.Helper()
+	for _, a := range acks {
+		res, err := c.try(c.rest[id], "GET", fmt.Sprintf("/api/v3/order?symbol=%s&orderId=%d", a.symbol, a.id), "", a.u)
+		if err != nil || res.status != 200 {
+			c.t.Fatalf("acknowledged order %d not on member %d: %v %d %s", a.id, id, err, res.status, res.body)
+		}
+	}
+}
+
+// streamFor runs stream in the background; the function it returns stops
+// it and returns its result.
+func (c *cluster) streamFor(gap time.Duration) (stop func() ([]acked, int)) {
+	st := make(chan struct{})
+	done := make(chan struct{})
+	var acks []acked
+	var refused int
+	go func() {
+		acks, refused = c.stream(st, gap)
+		close(done)
+	}()
+	return func() ([]acked, int) {
+		close(st)
+		<-done
+		return acks, refused
+	}
+}
+
+// A follower stopped with SIGSTOP while the leader goes on with the other
+// one catches up when resumed.
+func TestClusterFollowerPaused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes")
+	}
+	c := startCluster(t)
+	lead := c.leader(20 * time.Second)
+	f := c.ids[(indexOf(c.ids, lead)+1)%3]
+	pause := 10 * time.Second
+	stop := c.streamFor(2 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
+	c.nodes[f].cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(pause)
+	c.nodes[f].cmd.Process.Signal(syscall.SIGCONT)
+	time.Sleep(500 * time.Millisecond)
+	acks, refused := stop()
+	if refused > 0 {
+		t.Errorf("%d orders refused with a quorum up", refused)
+	}
+	t0 := time.Now()
+	h := c.waitEqual(30 * time.Second)
+	t.Logf("%d orders acknowledged while member %d was stopped %v; caught up in %v: %s", len(acks), f, pause, time.Since(t0).Round(time.Millisecond), h)
+	if now := c.leader(time.Second); now != lead {
+		t.Errorf("leader changed from %d to %d", lead, now)
+	}
+	c.checkAcked(f, nil)
+	c.checkAcked(lead, acks)
+}
+
+// With both followers down, writes are refused at once (503, or 500 for
+// those in flight whose outcome is unknown) rather than hanging; nothing
+// acknowledged is lost when they return.
+func TestClusterNoQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes")
+	}
+	c := startCluster(t)
+	lead := c.leader(20 * time.Second)
+	stop := c.streamFor(2 * time.Millisecond)
+	time.Sleep(time.Second)
+	for _, id := range c.ids {
+		if id != lead {
+			c.nodes[id].cmd.Process.Kill()
+			<-c.nodes[id].exited
+		}
+	}
+	t0 := time.Now()
+	// The leader finds no quorum, answers what waits and exits 75 for
+	// its supervisor (this test) to restart it.
+	select {
+	case err := <-c.nodes[lead].exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 75 {
+			t.Fatalf("the leader without quorum exited with %v, want status 75\n%s", err, c.nodes[lead].log)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the leader without quorum still runs after 10 s\n%s", c.nodes[lead].log)
+	}
+	deposed := time.Since(t0)
+	acks, _ := stop()
+	c.start(lead)
+	// Alone, it knows no leader: a write is refused at once.
+	for i := 0; i < 10; i++ {
+		t1 := time.Now()
+		res, err := c.try(c.rest[lead], "POST", "/api/v3/order", placeBody("BTCUSDT", "BUY", "LIMIT", "0.001", "100", ""), &userA)
+		if err != nil || res.status != 503 || !strings.Contains(string(res.body), "-1054") {
+			t.Fatalf("write without quorum: %v %d %s, want 503 -1054", err, res.status, res.body)
+		}
+		if d := time.Since(t1); d > time.Second {
+			t.Fatalf("write without quorum answered after %v", d)
+		}
+	}
+	for _, id := range c.ids {
+		if id != lead {
+			c.start(id)
+		}
+	}
+	now := c.leader(20 * time.Second)
+	c.checkAcked(now, acks)
+	h := c.waitEqual(30 * time.Second)
+	t.Logf("leader %d deposed %v after losing both followers; %d orders acknowledged before, all on %d after they returned: %s",
+		lead, deposed.Round(time.Millisecond), len(acks), now, h)
 }

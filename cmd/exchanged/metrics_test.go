@@ -85,6 +85,12 @@ func TestOperatorEndpoints(t *testing.T) {
 	if v := metricValue(m, "exchanged_orders_resting"); v < 3 {
 		t.Errorf("exchanged_orders_resting: %v, want >= 3", v)
 	}
+	// a contract position each for A and B
+	s.post(&userA, "/capi/v3/order", `{"symbol":"BTCUSDT","side":"BUY","positionSide":"LONG","type":"LIMIT","quantity":"0.1","price":"30000"}`, nil)
+	s.post(&userB, "/capi/v3/order", `{"symbol":"BTCUSDT","side":"SELL","positionSide":"SHORT","type":"LIMIT","quantity":"0.1","price":"30000"}`, nil)
+	if v := metricValue(s.metrics(), "exchanged_positions_open"); v != 2 {
+		t.Errorf("exchanged_positions_open: %v, want 2", v)
+	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if res := s.do(req{method: "GET", path: p, admin: true, noToken: true}); res.status != 200 || string(res.body) != `{"status":"ok"}` {
 			t.Errorf("GET %s without a token: %d %s", p, res.status, res.body)
