@@ -25,5 +25,7 @@ func contractAccountEndpoints(pub func(string, int64, handler) *endpoint, sig fu
 		sig("POST", "/capi/v3/account/positionMargin", 30, 30, handlePositionMargin),
 		sig("POST", "/capi/v3/account/income", 5, 5, handleContractIncome),
 		sig("GET", "/api/v3/account/transferRecords", 3, 3, handleTransferRecords),
+		pub("/capi/v3/market/premiumIndex", 5, handlePremiumIndex),
+		pub("/capi/v3/market/fundingRate", 25, handleFundingRate),
 	}
 }

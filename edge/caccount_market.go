@@ -164,7 +164,7 @@ func handleSymbolPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 		case "LAST":
 			mark = false
 		case "INDEX":
-			return newErr(400, codeParam, "priceType INDEX is not served yet (it comes with funding): use LAST or MARK")
+			return newErr(400, codeParam, "priceType INDEX is not served here: read indexPrice in /capi/v3/market/premiumIndex, or use LAST or MARK")
 		default:
 			return newErr(400, codeParam, "priceType must be LAST or MARK")
 		}
@@ -174,7 +174,7 @@ func handleSymbolPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 		return e
 	}
 	p := cs[0].Last
-	if mark {
+	if mark { // the mark the funding timer samples and settles at (engine/funding.go)
 		p = markPrice(&cs[0])
 	}
 	b := append(st.buf, `{"symbol":`...)

@@ -116,7 +116,11 @@ func (s *Server) appendPosition(b []byte, k *contract, p *engine.PositionView, m
 	amt("cumCloseValue", p.CloseVal)
 	amt("cumFee", p.Fees)
 	amt("realizePnl", p.Realized)
-	b = append(b, `,"fundingFee":"0","cumFundingFee":"0","cumLiquidateFee":"0","createdTime":`...)
+	// funding received since the position opened (negative: paid), as
+	// the position_funding bills show it: the position has one life
+	amt("fundingFee", p.Funding)
+	amt("cumFundingFee", p.Funding)
+	b = append(b, `,"cumLiquidateFee":"0","createdTime":`...)
 	b = appendInt(b, p.CreatedMs)
 	b = append(b, `,"updatedTime":`...)
 	b = appendInt(b, p.UpdatedMs)
