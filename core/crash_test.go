@@ -456,6 +456,17 @@ func randomCmd(rng *rand.Rand, u engine.UserIdx, uid int64, working *[]engine.Cm
 	case p < 49:
 		c = engine.Cmd{Kind: engine.CmdPositionMargin, User: u, UID: uid, Market: crashContract, Pos: engine.PosSide(1 + rng.Intn(2)),
 			Amount: engine.Amount(rng.Int63n(2_000_000) - 1_000_000)}
+		if rng.Intn(2) == 0 { // a plan near the price (fires as trades move it), or all cancelled
+			c = engine.Cmd{Kind: engine.CmdPlan, User: u, UID: uid, Market: crashContract, Pos: engine.PosSide(1 + rng.Intn(2)),
+				PlanKind: uint8(1 + rng.Intn(2)), Price: engine.Price(9900 + rng.Intn(200)), Qty: engine.Qty(rng.Intn(3000)),
+				TrigMark: uint8(rng.Intn(2))}
+			if rng.Intn(3) == 0 {
+				c.Exec = engine.Price(9900 + rng.Intn(200))
+			}
+			if rng.Intn(8) == 0 {
+				c = engine.Cmd{Kind: engine.CmdPlanCancel, User: u, UID: uid, Market: crashContract}
+			}
+		}
 	case p < 68:
 		c = engine.Cmd{Kind: engine.CmdPlace, User: u, UID: uid, Market: crashContract, Side: engine.Side(1 + rng.Intn(2)),
 			Pos: engine.PosSide(1 + rng.Intn(2)), Type: engine.Limit, TIF: engine.GTC,

@@ -18,6 +18,8 @@ const (
 	CmdMarginMode     CmdKind = 11 // set User's margin mode (Mode) in Market
 	CmdPositionMargin CmdKind = 12 // move Amount (signed) into User's isolated position Pos in Market
 	CmdFunding        CmdKind = 13 // pay Market's funding for the interval ending at OrderID (ms) (funding.go)
+	CmdPlan           CmdKind = 14 // place a take-profit or stop-loss plan (plan.go)
+	CmdPlanCancel     CmdKind = 15 // cancel plan OrderID, or all of User's in Market (plan.go)
 	cmdKindCount
 )
 
@@ -57,6 +59,10 @@ type Cmd struct {
 	// on the mark price (bit 0 TP, bit 1 SL) rather than the last trade.
 	TP, SL   Price
 	TrigMark uint8
+	// PlanKind (PlanTakeProfit, PlanStopLoss) and Exec (the execute price;
+	// 0: market) describe the plan a CmdPlan places.
+	PlanKind uint8
+	Exec     Price
 	Dec      Decision
 }
 

@@ -164,6 +164,8 @@ type ctState struct {
 	lastFundingMs int64
 	lastRate      int64
 	lastIndex     Price
+
+	plans planLists // take-profit and stop-loss plans (plan.go)
 }
 
 // preset is an open's take-profit and stop-loss trigger prices (0: none)
@@ -213,9 +215,10 @@ func (ct *ctState) each(f func(UserIdx, *ctAcct)) {
 // ctAcct is one user's settings and positions in one contract. It exists
 // once a command of the user succeeded in the market.
 type ctAcct struct {
-	mode MarginMode
-	lev  [2]int32 // leverage of new LONG and SHORT opens (cross: equal)
-	pos  [2]position
+	mode  MarginMode
+	lev   [2]int32 // leverage of new LONG and SHORT opens (cross: equal)
+	pos   [2]position
+	plans int // the user's plans in the contract
 }
 
 // position is one side of a user's holding in a contract.
@@ -507,6 +510,9 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 		ps.size -= q
 		if ps.size == 0 {
 			m.ct.open--
+			if a.plans > 0 { // the plans of a gone position are cancelled
+				e.cancelPlansOf(m, o.user, o.pos)
+			}
 		}
 		ps.openValue -= closed
 		ps.margin -= margin
@@ -750,7 +756,8 @@ func (e *Engine) BadDebt(id MarketID) Amount {
 // closeQty, openVal, closeVal, fees, realized) | i64 createdMs | i64
 // updatedMs | i64 opening | i64 funding; then u32 k | k x (i64 order id | i64 tp | i64 sl | u8 mark),
 // the working opens' presets by ascending id; then the funding state:
-// i64 lastFundingMs | i64 lastRate | i64 lastIndex.
+// i64 lastFundingMs | i64 lastRate | i64 lastIndex; then the plans
+// (appendPlans).
 func appendContract(dst []byte, ct *ctState) []byte {
 	dst = le.AppendUint64(dst, uint64(ct.badDebt))
 	dst = le.AppendUint32(dst, uint32(ct.n))
@@ -784,7 +791,7 @@ func appendContract(dst []byte, ct *ctState) []byte {
 	for _, v := range [...]int64{ct.lastFundingMs, ct.lastRate, int64(ct.lastIndex)} {
 		dst = le.AppendUint64(dst, uint64(v))
 	}
-	return dst
+	return appendPlans(dst, &ct.plans)
 }
 
 func (e *Engine) loadContract(r *reader, m *market) error {
@@ -828,7 +835,10 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 	}
 	ct := m.ct
 	ct.lastFundingMs, ct.lastRate, ct.lastIndex = r.i64(), r.i64(), Price(r.i64())
-	return r.err
+	if r.err != nil {
+		return r.err
+	}
+	return e.loadPlans(r, m)
 }
 
 // checkContract checks m's positions against its working orders: every
@@ -889,6 +899,9 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 	})
 	if open != m.ct.open {
 		return 0, 0, fmt.Errorf("engine: %s: %d positions open, counted %d", s.Symbol, open, m.ct.open)
+	}
+	if err := m.checkPlans(); err != nil {
+		return 0, 0, err
 	}
 	for id := range m.ct.presets {
 		if h := m.ids.get(&e.pool, id); h == 0 || !e.pool.get(h).opens() {

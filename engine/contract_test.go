@@ -468,3 +468,96 @@ func TestContractFunding(t *testing.T) {
 		t.Fatalf("rate for -0.2%%: %d", r)
 	}
 }
+
+// TestContractPlans: take-profit and stop-loss plans fire inside the
+// command that moved the price (last or mark), place reduce-only closes
+// cut to what is left of the position, and go with their position.
+func TestContractPlans(t *testing.T) {
+	w := newCtWorld(t)
+	w.ok(engine.Cmd{Kind: engine.CmdAddUser, UID: 13})
+	for _, uid := range []int64{10, 11, 12, 13} {
+		w.deposit(uid, "100000")
+	}
+	plan := func(uid int64, ps engine.PosSide, kind uint8, trigger, exec, qty string, mark bool) engine.Cmd {
+		c := engine.Cmd{Kind: engine.CmdPlan, UID: uid, Pos: ps, PlanKind: kind, Price: w.price(trigger)}
+		if exec != "" {
+			c.Exec = w.price(exec)
+		}
+		if qty != "" {
+			c.Qty = w.qty(qty)
+		}
+		if mark {
+			c.TrigMark = 1
+		}
+		return c
+	}
+	fired := func() (n int) {
+		for _, p := range w.out.Plans {
+			if p.Fired {
+				n++
+			}
+		}
+		return n
+	}
+	w.reject(engine.RejectNoPosition, plan(10, engine.Long, engine.PlanTakeProfit, "30500", "", "", false))
+	// A LONG 1 and B SHORT 1 at 30000
+	w.ok(w.order(10, engine.Buy, engine.Long, "30000", "1"))
+	w.ok(w.order(11, engine.Sell, engine.Short, "30000", "1"))
+	w.reject(engine.RejectInvalidTPSL, plan(10, engine.Long, 3, "30500", "", "", false))
+	// A: take-profit of 0.4 at 30500 (market, on the last trade) and a
+	// stop-loss of the whole at 29500 on the mark; B: a stop-loss at 30500
+	// closing with a limit at 30600.
+	w.ok(plan(10, engine.Long, engine.PlanTakeProfit, "30500", "", "0.4", false))
+	tpID := w.out.Plans[0].ID
+	w.ok(plan(10, engine.Long, engine.PlanStopLoss, "29500", "", "", true))
+	w.ok(plan(11, engine.Short, engine.PlanStopLoss, "30500", "30600", "", false))
+	if ps := w.e.Plans(w.user(10), w.ct.ID, nil); len(ps) != 2 || ps[0].ID != tpID || ps[1].Kind != engine.PlanStopLoss {
+		t.Fatalf("A's plans %+v", ps)
+	}
+	// C bids 0.5 at 30500; D sells 0.1 into it: the last trade is 30500.
+	// A's take-profit sells 0.4 at market into the rest of C's bid; B's
+	// stop-loss places its limit close, which rests (no ask left).
+	w.ok(w.order(12, engine.Buy, engine.Long, "30500", "0.5"))
+	w.ok(w.order(13, engine.Sell, engine.Short, "30500", "0.1"))
+	if n := fired(); n != 2 {
+		t.Fatalf("plans fired %d, want A's take-profit and B's stop-loss: %+v", n, w.out.Plans)
+	}
+	if p := w.position(10, engine.Long); p.Size != w.qty("0.6") || p.Realized != usd(t, "200") {
+		t.Fatalf("A's long after the take-profit: %+v", p)
+	}
+	if p := w.position(11, engine.Short); p.Closing != w.qty("1") {
+		t.Fatalf("B's short: its limit close of the whole should work: %+v", p)
+	}
+	// A's stop-loss on the mark: with a bid at 29400 and an ask at 29450
+	// the mark is median(29400, 29450, 30500) = 29450 <= 29500: it fires
+	// when the ask comes, selling the whole 0.6 at market: 0.1 fills at
+	// C's bid, the rest expires (the protection stops at 27930, no bid).
+	w.ok(engine.Cmd{Kind: engine.CmdCancelAll, UID: 11})
+	w.ok(w.order(12, engine.Buy, engine.Long, "29400", "0.1"))
+	if n := fired(); n != 0 {
+		t.Fatalf("fired on a one-sided book: %+v", w.out.Plans)
+	}
+	w.ok(w.order(13, engine.Sell, engine.Short, "29450", "0.1"))
+	if n := fired(); n != 1 {
+		t.Fatalf("A's stop-loss did not fire on the mark: %+v", w.out.Plans)
+	}
+	if p := w.position(10, engine.Long); p.Size != w.qty("0.5") {
+		t.Fatalf("A's long after the stop-loss: %+v", p)
+	}
+	if ps := w.e.Plans(w.user(10), w.ct.ID, nil); len(ps) != 0 {
+		t.Fatalf("A's plans after firing: %+v", ps)
+	}
+	// cancelling; a plan goes with its position
+	w.ok(plan(11, engine.Short, engine.PlanTakeProfit, "20000", "", "", false))
+	w.ok(engine.Cmd{Kind: engine.CmdPlanCancel, UID: 11, OrderID: w.out.Plans[0].ID})
+	w.reject(engine.RejectUnknownOrder, engine.Cmd{Kind: engine.CmdPlanCancel, UID: 11, OrderID: 12345})
+	w.ok(plan(11, engine.Short, engine.PlanTakeProfit, "20000", "", "", false))
+	w.ok(w.order(13, engine.Sell, engine.Short, "29500", "1"))
+	w.ok(w.order(11, engine.Buy, engine.Short, "", "1")) // B closes everything at market
+	if p := w.position(11, engine.Short); p.Size != 0 {
+		t.Fatalf("B's short: %+v", p)
+	}
+	if ps := w.e.Plans(w.user(11), w.ct.ID, nil); len(ps) != 0 {
+		t.Fatalf("B's plans outlived its position: %+v", ps)
+	}
+}

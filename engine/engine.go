@@ -192,8 +192,16 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 		out.Reject = e.positionMargin(c)
 	case CmdFunding:
 		out.Reject = e.payFunding(c)
+	case CmdPlan:
+		out.Reject = e.placePlan(c)
+	case CmdPlanCancel:
+		out.Reject = e.cancelPlan(c)
 	default:
 		out.Reject = RejectInvalidType
+	}
+	// plans fire inside the command that moved the price (plan.go)
+	if m := e.market(c.Market); m != nil && m.ct != nil && len(m.ct.plans.byID) > 0 {
+		e.firePlans(m)
 	}
 	c.Dec.Recorded = true
 }

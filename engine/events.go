@@ -23,6 +23,8 @@ type Out struct {
 	Rules *MarketSpec
 	// Funding is what a CmdFunding settled (its Market is 0 otherwise).
 	Funding FundingRecord
+	// Plans holds the plans the command placed, fired or cancelled.
+	Plans []PlanView
 }
 
 // FundingRecord is one funding settlement of a contract.
@@ -39,6 +41,7 @@ func (o *Out) Reset() {
 	o.Reject = OK
 	o.Rules = nil
 	o.Funding.Market = 0
+	o.Plans = o.Plans[:0]
 	o.OrderAt = 0
 	o.BillID = 0
 	o.Updates = o.Updates[:0]

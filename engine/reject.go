@@ -35,6 +35,7 @@ const (
 	RejectPositionExists    // a setting that cannot change with a position (or orders)
 	RejectInvalidMarginMode // not CROSSED/ISOLATED, or an isolated-only change on cross
 	RejectInvalidTPSL       // a preset on a close, or on the wrong side of the order's price
+	RejectTooManyPlans      // a user's plans in a contract are at MaxPlansPerUser
 	rejectCount
 )
 
@@ -73,6 +74,7 @@ var rejectNames = [...]string{
 	RejectPositionExists:         "POSITION_OR_ORDERS_EXIST",
 	RejectInvalidMarginMode:      "INVALID_MARGIN_MODE",
 	RejectInvalidTPSL:            "INVALID_TP_SL",
+	RejectTooManyPlans:           "TOO_MANY_PLANS",
 }
 
 // String returns the stable upper-case name clients see as errorCode.

@@ -34,8 +34,9 @@ func finishRecord(rec []byte, count int) []byte {
 	return le.AppendUint32(rec, crc32.Checksum(rec, castagnoli))
 }
 
-// Command encoding (version 2): a kind byte (kind in bits 0-3; bit 4
-// Broker, bit 5 Dec.Recorded, bit 6 Dec.Reserved), an order byte (side in
+// Command encoding (version 2): a kind byte (kind in bits 0-3 and, for
+// kinds 16-31, bit 7; bit 4 Broker, bit 5 Dec.Recorded, bit 6
+// Dec.Reserved), an order byte (side in
 // bits 0-1, type in bits 2-3, TIF in bits 4-7; 0xFF escapes to three raw
 // bytes when one does not fit), a 16-bit presence mask of the fields below
 // that are not zero, then each present field as a varint (zigzag for
@@ -62,12 +63,13 @@ const (
 	fFlags // contracts: Pos | Mode<<8 | TrigMark<<16
 	fTP    // contracts: preset take-profit price
 	fSL    // contracts: preset stop-loss price
-	fAll   = 1<<13 - 1
+	fExec  // contracts: a plan's execute price
+	fAll   = 1<<14 - 1
 )
 
 // appendCmd encodes c.
 func appendCmd(dst []byte, c *engine.Cmd) []byte {
-	k := byte(c.Kind)
+	k := byte(c.Kind&15) | byte(c.Kind>>4&1)<<7 // kinds 16-31: bit 7 is the kind's bit 4
 	if c.Broker {
 		k |= cmdBroker
 	}
@@ -99,10 +101,11 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 	set(fAmount, int64(c.Amount))
 	set(fReferrer, c.Referrer)
 	set(fText, int64(c.Text.N))
-	flags := uint64(c.Pos) | uint64(c.Mode)<<8 | uint64(c.TrigMark)<<16
+	flags := uint64(c.Pos) | uint64(c.Mode)<<8 | uint64(c.TrigMark)<<16 | uint64(c.PlanKind)<<24
 	set(fFlags, int64(flags))
 	set(fTP, int64(c.TP))
 	set(fSL, int64(c.SL))
+	set(fExec, int64(c.Exec))
 	dst = le.AppendUint16(dst, mask)
 	if mask&fMarket != 0 {
 		dst = binary.AppendUvarint(dst, uint64(c.Market))
@@ -144,6 +147,9 @@ func appendCmd(dst []byte, c *engine.Cmd) []byte {
 	if mask&fSL != 0 {
 		dst = binary.AppendVarint(dst, int64(c.SL))
 	}
+	if mask&fExec != 0 {
+		dst = binary.AppendVarint(dst, int64(c.Exec))
+	}
 	return dst
 }
 
@@ -152,11 +158,8 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	if len(b) < cmdMinLen {
 		return nil, ErrCorrupt
 	}
-	*c = engine.Cmd{Kind: engine.CmdKind(b[0] & 15), Broker: b[0]&cmdBroker != 0}
+	*c = engine.Cmd{Kind: engine.CmdKind(b[0]&15 | b[0]>>7<<4), Broker: b[0]&cmdBroker != 0}
 	c.Dec.Recorded, c.Dec.Reserved = b[0]&cmdRecorded != 0, b[0]&cmdReserved != 0
-	if b[0]&0x80 != 0 {
-		return nil, ErrCorrupt
-	}
 	if b[1] == 0xFF {
 		if len(b) < cmdMinLen+3 {
 			return nil, ErrCorrupt
@@ -208,8 +211,8 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	}
 	if mask&fFlags != 0 {
 		f := r.uvarint()
-		c.Pos, c.Mode, c.TrigMark = engine.PosSide(f&0xFF), engine.MarginMode(f>>8&0xFF), uint8(f>>16&0xFF)
-		if f>>24 != 0 {
+		c.Pos, c.Mode, c.TrigMark, c.PlanKind = engine.PosSide(f&0xFF), engine.MarginMode(f>>8&0xFF), uint8(f>>16&0xFF), uint8(f>>24&0xFF)
+		if f>>32 != 0 {
 			return nil, ErrCorrupt
 		}
 	}
@@ -218,6 +221,9 @@ func decodeCmd(b []byte, c *engine.Cmd) ([]byte, error) {
 	}
 	if mask&fSL != 0 {
 		c.SL = engine.Price(r.varint())
+	}
+	if mask&fExec != 0 {
+		c.Exec = engine.Price(r.varint())
 	}
 	if r.bad {
 		return nil, ErrCorrupt

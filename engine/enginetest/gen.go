@@ -303,7 +303,7 @@ func (g *Gen) invalid(c *engine.Cmd, anchor int64) {
 	case 16:
 		c.Kind, c.Coin, c.Amount = engine.CmdWithdraw, engine.CoinID(g.R.IntN(3)), engine.Amount(1<<62)
 	case 17:
-		c.Kind = [...]engine.CmdKind{engine.CmdSetRules, 0, 15}[g.R.IntN(3)] // no staged rules, or no kind
+		c.Kind = [...]engine.CmdKind{engine.CmdSetRules, 0, 31}[g.R.IntN(3)] // no staged rules, or no kind
 	case 18:
 		c.Kind, c.OrderID = engine.CmdCancel, 0 // no id, no client id
 	case 19:

@@ -539,7 +539,8 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 	for range 3 {
 		b = le.AppendUint64(b, 0)
 	}
-	return b
+	// no plans: the reference sends no plan commands (next plan id, count)
+	return le.AppendUint32(le.AppendUint64(b, 0), 0)
 }
 
 // appendFutures appends the futures wallets' section of the accounts
