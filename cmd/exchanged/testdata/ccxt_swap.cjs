@@ -107,6 +107,25 @@ async function admin(method, path, body) {
     const k = await ex.fetchOHLCV(S, '1m');
     check(k.length === 1 && k[0][1] === 30000 && k[0][2] === 30100 && k[0][4] === 30100 && near(k[0][5], 0.1), 'fetchOHLCV swap', k);
 
+    // funding without the dev clock: the timer's first tick settles the
+    // current boundary (the interest rate, nobody paying) a second after
+    // the start, so the last rate is 0 or 0.0001 and the history holds
+    // at most that row; the book is empty: mark = last, and the index
+    // (no spot price) = mark, the premium 0, the forecast the interest rate
+    const EIGHT_H = 8 * 3600000;
+    const fr = await ex.fetchFundingRate(S);
+    check(fr.symbol === S && fr.markPrice === 30100 && fr.indexPrice === 30100 && fr.interestRate === 0.0001 &&
+        (fr.fundingRate === 0 || fr.fundingRate === 0.0001) && fr.nextFundingRate === 0.0001 && fr.interval === '8h' &&
+        fr.nextFundingTimestamp % EIGHT_H === 0 && fr.nextFundingTimestamp > fr.timestamp && fr.nextFundingTimestamp <= fr.timestamp + EIGHT_H,
+        'fetchFundingRate', fr);
+    const frh = await ex.fetchFundingRateHistory(S);
+    check(Array.isArray(frh) && frh.length <= 1 && frh.every(x => x.symbol === S && x.fundingRate === 0.0001 && x.timestamp % EIGHT_H === 0),
+        'fetchFundingRateHistory', frh);
+    const fh = await ex.fetchFundingHistory(S);
+    check(Array.isArray(fh) && fh.every(x => x.symbol === S && x.code === 'USDT'), 'fetchFundingHistory', fh);
+    const mp = await ex.fetchMarkPrice(S);
+    check(mp.symbol === S && mp.markPrice === 30100, 'fetchMarkPrice', mp);
+
     const led = await ex.fetchLedger('USDT', undefined, undefined, { type: 'swap' });
     const types = led.map(e => e.info.incomeType || e.info.bizType);
     check(led.length >= 3 && types.includes('position_open_long') && types.includes('position_close_long') && types.includes('deposit'),
