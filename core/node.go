@@ -90,6 +90,7 @@ const (
 	QueryDepth                   // Cmd.Market, Cmd.Qty = levels per side
 	QuerySettled                 // Cmd as the CmdRebate it asks about: was its day paid? (rebate.go)
 	QueryPositions               // User's positions in Market (or AllMarkets) and its settings there
+	QueryPlans                   // User's plans in Market (or AllContracts)
 	QueryContracts               // contract markets' books, last prices, open interest; a user's settings and positions (contract_query.go)
 
 )
@@ -687,4 +688,16 @@ func (n *Node) Positions(u engine.UserIdx, uid int64, m engine.MarketID, deadlin
 	mode, lev := r.Mode, r.Lev
 	ReleaseRequest(r)
 	return dst, mode, lev, nil
+}
+
+// Plans returns u's take-profit and stop-loss plans in contract market m
+// (or engine.AllContracts), by id.
+func (n *Node) Plans(u engine.UserIdx, uid int64, m engine.MarketID, deadline time.Time, dst []engine.PlanView) ([]engine.PlanView, error) {
+	r, err := n.query(QueryPlans, engine.Cmd{User: u, UID: uid, Market: m}, deadline)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, r.Plans...)
+	ReleaseRequest(r)
+	return dst, nil
 }

@@ -36,6 +36,9 @@ type Request struct {
 	Positions []engine.PositionView
 	Mode      engine.MarginMode
 	Lev       [2]int32
+	// Plans: a CmdPlan's or CmdPlanCancel's plans (placed, then any it
+	// fired; or cancelled), or QueryPlans' answer.
+	Plans []engine.PlanView
 
 	rt reqState // runtime state, owned by this package
 }
@@ -115,6 +118,7 @@ func (r *Request) reset() {
 	r.Out.Reset()
 	r.Order = engine.OrderView{}
 	r.Orders = r.Orders[:0]
+	r.Plans = r.Plans[:0]
 	r.Bids = r.Bids[:0]
 	r.Asks = r.Asks[:0]
 	r.Last, r.Seq, r.TimeMs = 0, 0, 0

@@ -237,6 +237,9 @@ func (s *shard) segment(b []*Request) {
 		if r.HasOrder {
 			r.Order = s.out.Updates[s.out.OrderAt-1]
 		}
+		if c.Kind == engine.CmdPlan || c.Kind == engine.CmdPlanCancel {
+			r.Plans = append(r.Plans[:0], s.out.Plans...)
+		}
 		r.Seq, r.TimeMs = s.seq, now
 		if c.Kind == engine.CmdAddUser && s.out.Reject == engine.OK {
 			f.adds = append(f.adds, r)
@@ -433,6 +436,8 @@ func (s *shard) query(r *Request) {
 	case QueryDepth:
 		r.Bids, r.Asks = s.eng.Depth(c.Market, int(c.Qty), r.Bids[:0], r.Asks[:0])
 		r.Last, r.Seq = s.eng.LastPrice(c.Market), s.seq
+	case QueryPlans:
+		r.Plans = s.eng.Plans(c.User, c.Market, r.Plans[:0])
 	case QueryPositions:
 		r.Positions = s.eng.Positions(c.User, c.Market, r.Positions[:0])
 		if c.Market != engine.AllMarkets && c.Market != engine.AllContracts {

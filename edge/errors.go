@@ -125,6 +125,7 @@ var rejectTable = [...]rejectInfo{
 	engine.RejectPositionExists:      {400, codeOrderRejected, "rejected: not allowed while a position or open order exists"},
 	engine.RejectInvalidMarginMode:   {400, codeParam, "invalid margin mode for this operation"},
 	engine.RejectInvalidTPSL:         {400, codeParam, "invalid take-profit/stop-loss: only an open takes them, a LONG's take-profit above its price and stop-loss below (a SHORT's the reverse)"},
+	engine.RejectTooManyPlans:        {400, codeOrderRejected, "rejected: at most 100 plans per user and contract"},
 }
 
 func rejectOf(r engine.Reject) rejectInfo {
