@@ -31,6 +31,7 @@ type cluster struct {
 	dirs    map[uint64]string
 	args    map[uint64][]string
 	clients *http.Client
+	last    uint64 // the leader last found
 }
 
 // freePorts returns n loopback ports free at the time of the call.
@@ -91,6 +92,7 @@ func (c *cluster) leader(within time.Duration) uint64 {
 			}
 			res, err := c.try(c.rest[id], "GET", "/api/v3/account", "", &userA)
 			if err == nil && res.status == 200 {
+				c.last = id
 				return id
 			}
 		}
@@ -174,8 +176,10 @@ type acked struct {
 // stream places orders one after another until stop closes, following
 // X-LEADER, and returns the acknowledged ones. Buys and sells of two users
 // at one price, so that most fill.
+//
+// It starts at the leader last found (leader).
 func (c *cluster) stream(stop <-chan struct{}, gap time.Duration) (acks []acked, refused int) {
-	target := c.ids[0]
+	target := c.last
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
@@ -212,6 +216,10 @@ func (c *cluster) stream(stop <-chan struct{}, gap time.Duration) (acks []acked,
 				target = c.ids[(indexOf(c.ids, target)+1)%len(c.ids)]
 				time.Sleep(20 * time.Millisecond)
 			}
+		case res.status == 500 && strings.Contains(string(res.body), "-1000"):
+			// In flight when the leader lost its quorum or leadership:
+			// not acknowledged, and it may or may not be applied.
+			refused++
 		default:
 			c.t.Errorf("place: %d %s", res.status, res.body)
 			return acks, refused
