@@ -17,7 +17,10 @@ import (
 // submits a CmdFunding recording the interval's average premium and the
 // last index, so replay needs neither. A restart loses the interval's
 // samples so far: the rate then averages those taken since. The engine
-// refuses a funding time it has passed, so restarts pay nothing twice.
+// refuses a funding time it has passed, so restarts pay nothing twice;
+// a funding time that passed while the exchange was down is paid once
+// (the latest), and one from before a contract's first settlement is
+// not paid (a new exchange does not settle the hours before it existed).
 
 const minuteMs = 60_000
 
@@ -47,10 +50,19 @@ func (n *Node) funder() {
 	if len(contracts) == 0 {
 		return
 	}
+	now := n.Now()
 	n.premMu.Lock()
 	n.prem = make(map[engine.MarketID]*premiums, len(contracts))
 	for _, s := range contracts {
-		n.prem[s.ID] = &premiums{}
+		p := &premiums{}
+		if err := n.store.FundingRecords(s.ID, 0, now, func(r *engine.FundingRecord) bool { p.funded = r.TimeMs; return false }); err != nil {
+			n.log.Error("core: funding timer: reading the last funding", "market", s.Symbol, "err", err.Error())
+		}
+		if p.funded == 0 { // never settled: from the next funding time on
+			interval := int64(s.FundingHours) * 3_600_000
+			p.funded = now / interval * interval
+		}
+		n.prem[s.ID] = p
 	}
 	n.premMu.Unlock()
 	for {

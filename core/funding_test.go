@@ -57,8 +57,8 @@ func TestFundingTimer(t *testing.T) {
 		return bal[usdt].Avail + bal[usdt].Frozen
 	}
 	n.Close()
-	// with the timer: the first tick at 07:55 settles 00:00 (the interest
-	// rate alone: nothing sampled yet) and samples 07:55
+	// with the timer: the first tick at 07:55 samples 07:55 (00:00, from
+	// before the first settlement, is not paid)
 	clock.Store(day + 7*3_600_000 + 55*minuteMs)
 	o.SettleEvery = 5 * time.Millisecond
 	if n, err = openNode(o); err != nil {
@@ -74,7 +74,6 @@ func TestFundingTimer(t *testing.T) {
 		}
 		return recs
 	}
-	records(1)
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if _, k, _, _, _ := n.Premium(crashContract); k > 0 {
 			break
@@ -82,10 +81,8 @@ func TestFundingTimer(t *testing.T) {
 	}
 	a0, b0 := before(a), before(b)
 	clock.Store(day + 8*3_600_000 + 30_000) // 08:00:30: funding
-	recs := records(2)
-	// newest first: 08:00, 00:00 (the interest rate alone)
-	if len(recs) != 2 || recs[0].TimeMs != day+8*3_600_000 || recs[0].Rate != 750_000 || recs[0].Mark != 10100 || recs[0].Index != 10000 ||
-		recs[1].TimeMs != day || recs[1].Rate != 10_000 {
+	recs := records(1)
+	if len(recs) != 1 || recs[0].TimeMs != day+8*3_600_000 || recs[0].Rate != 750_000 || recs[0].Mark != 10100 || recs[0].Index != 10000 {
 		t.Fatalf("funding records %+v", recs)
 	}
 	// 0.0075 × 1 BTC × 101.00 = 0.7575 USDT
@@ -96,7 +93,7 @@ func TestFundingTimer(t *testing.T) {
 		t.Fatalf("the short got %d, want 757500", got)
 	}
 	bills, err := n.Store().Bills(100, int(usdt|engine.Futures), journal.Biz(engine.BizFunding), 0, maxTime, 0, 10, nil)
-	if err != nil || len(bills) != 2 || bills[0].Delta != -757_500 || bills[1].Delta != -10_100 { // 08:00, then 00:00's 0.01% of 101
+	if err != nil || len(bills) != 1 || bills[0].Delta != -757_500 {
 		t.Fatalf("the long's funding bills %+v %v", bills, err)
 	}
 	live, _, err := n.State(deadline())
@@ -115,6 +112,17 @@ func TestFundingTimer(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if h, _, err := n.State(deadline()); err != nil || h != live {
 		t.Fatalf("a restart changed the state (%v)", err)
+	}
+	n.Close()
+	// down across 16:00: the restart pays 16:00 once (no samples since:
+	// the interest rate, 0.01%)
+	clock.Store(day + 16*3_600_000 + 5*minuteMs)
+	if n, err = openNode(o); err != nil {
+		t.Fatal(err)
+	}
+	recs = records(2)
+	if len(recs) != 2 || recs[0].TimeMs != day+16*3_600_000 || recs[0].Rate != 10_000 {
+		t.Fatalf("funding records after the downtime %+v", recs)
 	}
 	n.Close()
 }
