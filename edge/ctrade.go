@@ -24,6 +24,12 @@ func contractTradeEndpoints(pub func(string, int64, handler) *endpoint, sig func
 		sig("GET", "/capi/v3/order/history", 10, 10, handleCtHistory),
 		sig("GET", "/capi/v3/userTrades", 5, 5, handleCtUserTrades),
 		sig("POST", "/capi/v3/closePositions", 50, 50, handleCtClosePositions),
+		sig("POST", "/capi/v2/order/placeTpSlOrder", 2, 5, handlePlaceTpSl),
+		sig("GET", "/capi/v2/order/currentPlan", 3, 3, handleCurrentPlan),
+		sig("POST", "/capi/v3/algoOrder", 5, 5, handleAlgoPlace),
+		sig("DELETE", "/capi/v3/algoOrder", 3, 3, handleAlgoCancel),
+		sig("GET", "/capi/v3/openAlgoOrders", 3, 3, handleAlgoOpen),
+		sig("DELETE", "/capi/v3/algoOpenOrders", 10, 10, handleAlgoCancelAll),
 	}
 }
 
