@@ -88,6 +88,31 @@ async function admin(method, path, body) {
     const bal2 = await ex.fetchBalance({ type: 'swap' });
     check(near(bal2.USDT.total, 100000 - 0.9) && near(bal2.USDT.used, 150), 'fetchBalance with a position (margin 150)', bal2.USDT);
 
+    // plans on the LONG (capi/v3/algoOrder): a standalone stop-loss at
+    // market and a take-profit limit on the mark price, listed with
+    // trigger: true, one cancelled by id and the other with all
+    const sl = await ex.createOrder(S, 'market', 'sell', 0.05, undefined, { stopLossPrice: 25000 });
+    check(sl.id && sl.status === 'open' && sl.stopLossPrice === 25000 && sl.triggerPrice === 25000 && sl.reduceOnly === true &&
+        sl.side === 'sell' && sl.type === 'market' && sl.amount === 0.05, 'createOrder stopLossPrice', sl);
+    const tpo = await ex.createOrder(S, 'limit', 'sell', 0.02, 36000, { takeProfitPrice: 35000, takeProfitPriceType: 'mark' });
+    check(tpo.id && tpo.takeProfitPrice === 35000 && tpo.price === 36000 && tpo.type === 'limit' && tpo.info.workingType === 'MARK_PRICE',
+        'createOrder takeProfitPrice (mark)', tpo);
+    const trig = await ex.fetchOpenOrders(S, undefined, undefined, { trigger: true });
+    check(trig.length === 2 && trig[0].id === sl.id && trig[1].id === tpo.id && trig.every(o => o.status === 'open' && o.symbol === S),
+        'fetchOpenOrders trigger', trig.map(o => [o.id, o.status, o.triggerPrice]));
+    check((await ex.fetchOpenOrders(S)).length === 0, 'plans are not open orders', 'plans listed as orders');
+    const csl = await ex.cancelOrder(sl.id, S, { trigger: true });
+    check(csl.id === sl.id && csl.status === 'canceled', 'cancelOrder trigger', csl);
+    const call = await ex.cancelAllOrders(S, { trigger: true });
+    check(call.length === 1 && call[0].id === tpo.id && call[0].status === 'canceled', 'cancelAllOrders trigger', call);
+    check((await ex.fetchOpenOrders(S, undefined, undefined, { trigger: true })).length === 0, 'no plans left', 'plans left');
+    try {
+        await ex.createOrder(S, 'market', 'buy', 0.01, undefined, { triggerPrice: 31000 });
+        check(false, 'a trigger entry order is refused', 'no error');
+    } catch (e) {
+        check(e instanceof ccxt.ExchangeError && e.message.includes('-1128'), 'a trigger entry order is refused', e.constructor.name + ': ' + e.message);
+    }
+
     // the counterparty closes its SHORT with a bid at 30100 (reduceOnly),
     // then closePosition sells the LONG into it: PnL +5, maker... taker fee 0.903
     await cp.cancelAllOrders(S);
