@@ -296,6 +296,9 @@ func handleAlgoCancelAll(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *c
 			failed = ctRejectErr(r.Out.Reject)
 		}
 		for j := range r.Plans {
+			if !r.Plans[j].Canceled {
+				continue
+			}
 			if !first {
 				b = append(b, ',')
 			}
