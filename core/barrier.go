@@ -137,9 +137,13 @@ func (n *Node) snapshotLocked() error {
 	if err != nil {
 		return err
 	}
-	if n.repl != nil && n.repl.isDeposed() {
-		close(b.release)
-		return errDeposed // the memory may be ahead of the journal
+	var ridx uint64 // replicated: the raft index of the state at the barrier
+	if n.repl != nil {
+		if n.repl.isDeposed() || n.repl.restored.Load() {
+			close(b.release)
+			return errDeposed // the memory may be ahead of the journal
+		}
+		ridx = n.repl.applied.Load()
 	}
 	t0 := time.Now()
 	n.checkAtBarrier()
@@ -157,6 +161,9 @@ func (n *Node) snapshotLocked() error {
 	if err != nil {
 		n.sinceSnap.Add(since)
 		return err
+	}
+	if n.repl != nil {
+		n.repl.snapshotted(ridx, v) // in the background: barMu is held
 	}
 	n.log.Info("core: snapshot", "snapshot", no, "bytes", len(v), "seqs", seqs,
 		"shardsPaused", pause.Round(time.Microsecond), "took", time.Since(t0).Round(time.Millisecond))

@@ -47,6 +47,11 @@ type ReplicaOptions struct {
 	ElectionTicks int
 	// ProposeTimeout bounds one entry's wait for its commit (0: 3 s).
 	ProposeTimeout time.Duration
+	// CompactKeep: raft entries kept behind a snapshot, so that a member a
+	// little behind catches up from the log (0: 1,000). The node's
+	// journal snapshots (Options.SnapshotEvery, SnapshotInterval) are its
+	// raft snapshots.
+	CompactKeep uint64
 }
 
 var (
@@ -56,6 +61,10 @@ var (
 	ErrNotLeader = errors.New("core: not the leader")
 
 	errDeposed = errors.New("core: no longer the leader")
+
+	// ErrRestart: the node installed a snapshot received from the leader
+	// and must be restarted to load it (exchanged exits with 75).
+	ErrRestart = errors.New("core: a snapshot from the leader was installed: restart to load it")
 )
 
 // replGroup is the group number of the node's raft group in its DB.
@@ -88,6 +97,7 @@ type replicated struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	restored  atomic.Bool   // Restore installed a snapshot: restart (ErrRestart)
 	applied   atomic.Uint64 // last index whose state this node holds
 	refused   atomic.Uint64 // proposals that failed (the node then stops)
 	stop      chan struct{}
@@ -140,12 +150,14 @@ func (r *replicated) start() error {
 	}
 	cfg := replica.Config{ID: r.opt.ID, Group: replGroup, Members: members, Applied: applied,
 		Tick: r.opt.Tick, ElectionTicks: r.opt.ElectionTicks, ProposeTimeout: r.opt.ProposeTimeout,
-		// The state machine's snapshot is not wired yet: no raft snapshot,
-		// no log compaction (docs/REPLICATION.md, "to do").
-		SnapshotEntries: 1 << 62,
-		Logger:          r.log}
+		// Snapshots are the journal's, taken at a barrier (snapshotted).
+		SnapshotEntries: 1 << 62, CompactKeep: r.opt.CompactKeep,
+		Logger: r.log}
 	g, tr, err := replica.Open(cfg, replica.TransportConfig{Listen: listen, Peers: peers, Secret: r.opt.Secret}, db, replSM{r})
 	if err != nil {
+		if errors.Is(err, ErrRestart) {
+			return ErrRestart
+		}
 		return fmt.Errorf("core: replica: %w", err)
 	}
 	r.g, r.tr = g, tr
@@ -172,7 +184,11 @@ func (r *replicated) watch() {
 		case <-r.stop:
 			return
 		case <-r.g.Done():
-			r.depose(fmt.Errorf("%w: the raft member stopped: %v", errDeposed, r.g.Err()))
+			if r.restored.Load() {
+				r.depose(fmt.Errorf("%w: %w", errDeposed, ErrRestart))
+			} else {
+				r.depose(fmt.Errorf("%w: the raft member stopped: %v", errDeposed, r.g.Err()))
+			}
 			return
 		case <-t.C:
 		}
@@ -287,11 +303,58 @@ type replSM struct{ r *replicated }
 func (m replSM) Apply(index uint64, data []byte) error { return m.r.apply(index, data) }
 
 func (m replSM) Snapshot() ([]byte, error) {
-	return nil, errors.New("core: replica snapshots are not wired yet")
+	return nil, errors.New("core: a replica snapshot is taken at a barrier (snapshotted), never by the raft loop")
 }
 
+// Restore installs a snapshot the leader sent (this member is too far
+// behind for the log): the journal's snapshot, stored with the applied
+// index in one synced batch. The shards' state cannot be swapped under
+// the edge, so the member then stops (ErrRestart) and the process exits
+// for its supervisor: the restart loads the snapshot and raft hands over
+// the entries after it. History rows (trades, candles, orders) of the
+// entries the snapshot covers are not on this member.
 func (m replSM) Restore(index uint64, data []byte) error {
-	return errors.New("core: replica snapshots are not wired yet: a member this far behind needs a copy of a member's data directory")
+	r := m.r
+	if index <= r.applied.Load() {
+		return nil
+	}
+	// No journal snapshot of the old state after this one (barMu; the
+	// barrier's snapshot checks restored).
+	r.n.barMu.Lock()
+	defer r.n.barMu.Unlock()
+	r.restored.Store(true)
+	r.kv = append(r.kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(index)})
+	no, err := r.n.store.WriteSnapshotRows(data, r.kv)
+	if err != nil {
+		return fmt.Errorf("core: install the leader's snapshot at %d: %w", index, err)
+	}
+	r.log.Warn("core: replica: installed the leader's snapshot; restarting to load it", "index", index, "snapshot", no, "bytes", len(data))
+	return ErrRestart
+}
+
+// snapshotted registers the journal snapshot v, taken at a barrier at
+// which this member's state was that of raft index idx, as its raft
+// snapshot, and compacts the raft log behind it. It does so in the
+// background: the caller holds barMu, which a follower's raft loop may
+// be waiting for (apply).
+func (r *replicated) snapshotted(idx uint64, v []byte) {
+	if r.g == nil || idx == 0 {
+		return
+	}
+	select {
+	case <-r.stop: // closing
+		return
+	default:
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := r.g.SnapshotAt(idx, v); err != nil {
+			r.log.Warn("core: replica: snapshot not registered with raft", "index", idx, "err", err)
+			return
+		}
+		r.log.Info("core: replica: raft snapshot", "index", idx, "bytes", len(v))
+	}()
 }
 
 // apply replays a committed entry of another member (or of an earlier run

@@ -184,3 +184,27 @@ func (g *Group) CommitRows(bs []*Batch, extra [][2][]byte, sync bool) (err error
 	}
 	return g.merged.Commit(o)
 }
+
+// WriteSnapshotRows stores v (a snapshot another member took, received
+// through raft) as the newest snapshot, with the rows extra (the applied
+// index) in the same synced batch, so that a restart loads it and knows
+// which entry it follows.
+func (s *Store) WriteSnapshotRows(v []byte, extra [][2][]byte) (uint64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return 0, ErrClosed
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	no := s.snapNo + 1
+	b.Set(snapshotKey(nil, no), v, nil)
+	for _, kv := range extra {
+		b.Set(kv[0], kv[1], nil)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return 0, wrapPebble("write snapshot", err)
+	}
+	s.snapNo = no
+	return no, nil
+}

@@ -57,6 +57,7 @@ type Group struct {
 	recvc   chan []raftpb.Message
 	reportc chan report
 	statusc chan chan Status
+	snapc   chan snapReq // SnapshotAt (snapshot.go)
 	stop    chan struct{}
 	done    chan struct{}
 
@@ -123,6 +124,7 @@ func NewGroup(cfg Config, st *Storage, sm StateMachine, tr Sender) (*Group, erro
 		recvc:   make(chan []raftpb.Message, 1024),
 		reportc: make(chan report, 1024),
 		statusc: make(chan chan Status),
+		snapc:   make(chan snapReq),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -320,6 +322,8 @@ func (g *Group) run() {
 			}
 		case c := <-g.statusc:
 			c <- n.status()
+		case req := <-g.snapc:
+			req.res <- n.snapshotAt(req.index, req.data)
 		}
 		for {
 			more, err := n.ready()

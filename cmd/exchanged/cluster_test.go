@@ -53,7 +53,7 @@ func freePorts(t *testing.T, n int) []string {
 	return out
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T, extra ...string) *cluster {
 	t.Helper()
 	ports := freePorts(t, 6)
 	c := &cluster{t: t, ids: []uint64{1, 2, 3}, rest: map[uint64]string{}, nodes: map[uint64]*server{},
@@ -69,6 +69,7 @@ func startCluster(t *testing.T) *cluster {
 		c.args[id] = []string{"-listen", c.rest[id], "-node-id", strconv.FormatUint(id, 10),
 			"-peers", strings.Join(peers, ","), "-peer-rest", strings.Join(rest, ","),
 			"-replica-secret", "cluster-test-secret-0123456789", "-shards", "2"}
+		c.args[id] = append(c.args[id], extra...)
 	}
 	for _, id := range c.ids {
 		c.start(id)
@@ -423,4 +424,38 @@ func TestClusterNoQuorum(t *testing.T) {
 	h := c.waitEqual(30 * time.Second)
 	t.Logf("leader %d deposed %v after losing both followers; %d orders acknowledged before, all on %d after they returned: %s",
 		lead, deposed.Round(time.Millisecond), len(acks), now, h)
+}
+
+// A member too far behind for the leader's log (compacted behind its
+// snapshots) gets the leader's snapshot through raft, installs it, exits
+// 75 to load it, and catches up from the entries after it.
+func TestClusterSnapshotCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes")
+	}
+	c := startCluster(t, "-snapshot-every", "100", "-raft-keep", "20")
+	lead := c.leader(20 * time.Second)
+	f := c.ids[(indexOf(c.ids, lead)+1)%3]
+	c.nodes[f].cmd.Process.Kill()
+	<-c.nodes[f].exited
+	stop := c.streamFor(2 * time.Millisecond)
+	time.Sleep(2 * time.Second)
+	acks, _ := stop()
+	c.start(f)
+	select {
+	case err := <-c.nodes[f].exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 75 {
+			t.Fatalf("member %d exited with %v, want 75 after installing a snapshot\n%s", f, err, c.nodes[f].log)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("member %d did not restart to load a snapshot\n%s", f, c.nodes[f].log)
+	}
+	if !strings.Contains(c.nodes[f].log.String(), "installed the leader's snapshot") {
+		t.Fatalf("member %d exited without installing a snapshot\n%s", f, c.nodes[f].log)
+	}
+	c.start(f)
+	h := c.waitEqual(30 * time.Second)
+	c.checkAcked(lead, acks)
+	t.Logf("%d orders while member %d was down; it caught up through a snapshot: %s", len(acks), f, h)
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"flag"
 	"log/slog"
 	"net"
@@ -43,6 +44,8 @@ func run() int {
 	nodeID := flag.Uint64("node-id", 0, "replication: this node's id in -peers (docs/REPLICATION.md)")
 	peers := flag.String("peers", "", "replication: every member's raft address, 1=host:port,2=host:port,3=host:port (absent: a single node)")
 	peerREST := flag.String("peer-rest", "", "replication: every member's REST address for X-LEADER, 1=host:port,... (default: none named)")
+	raftKeep := flag.Uint64("raft-keep", 0, "replication: raft entries kept behind a snapshot (0: 1000)")
+	snapshotEvery := flag.Int("snapshot-every", 0, "commands between snapshots (0: 2,000,000); replicated, each is also the raft snapshot")
 	replicaSecret := flag.String("replica-secret", "", "replication: the members' shared secret, at least 16 bytes (default: $EXCHANGED_REPLICA_SECRET)")
 	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")
 	flag.Parse()
@@ -126,6 +129,9 @@ func run() int {
 	if err != nil {
 		return fail("invalid flag", "err", err)
 	}
+	if replOpt != nil {
+		replOpt.CompactKeep = *raftKeep
+	}
 	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger,
 		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP, DevClock: clock, LeaderREST: leaderREST})
 	if err != nil {
@@ -141,9 +147,13 @@ func run() int {
 	coins, specs, _ := cfg.EngineSpecs()
 	node, err := core.Start(journal.Options{Dir: *dataDir, Tuning: tuning},
 		journal.LoadOptions{Shards: *shards, Coins: coins, Markets: specs, FeeUID: cfg.FeeUID, InsuranceUID: cfg.InsuranceUID},
-		core.Options{Logger: logger, OnAddUser: s.OnAddUser, Clock: clockNow, Replica: replOpt})
+		core.Options{Logger: logger, OnAddUser: s.OnAddUser, Clock: clockNow, Replica: replOpt, SnapshotEvery: *snapshotEvery})
 	if err != nil {
 		s.Shutdown(5 * time.Second)
+		if errors.Is(err, core.ErrRestart) { // replicated: a snapshot from the leader to load
+			logger.Warn("exiting to load the snapshot installed from the leader", "status", exitRestart)
+			return exitRestart
+		}
 		return fail("start", "err", err)
 	}
 	if err := s.Start(node); err != nil {
