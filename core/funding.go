@@ -146,7 +146,9 @@ func (n *Node) timerCmd(c engine.Cmd, s *engine.MarketSpec) bool {
 	r.Cmd = c
 	if err := n.Submit(r); err != nil {
 		ReleaseRequest(r)
-		if !errors.Is(err, ErrClosed) {
+		// A replicated follower's timer is refused every tick: its leader's
+		// funds (ErrNotLeader, replicated.go), and so will it once it leads.
+		if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotLeader) {
 			n.log.Warn("core: funding timer: submit failed; retried next tick", "market", s.Symbol, "err", err.Error())
 		}
 		return !errors.Is(err, ErrClosed)
