@@ -561,3 +561,24 @@ func TestContractPlans(t *testing.T) {
 		t.Fatalf("B's plans outlived its position: %+v", ps)
 	}
 }
+
+// TestContractPlanSplit: a plan's close of a position larger than
+// maxOrderSize goes out in orders of at most maxOrderSize.
+func TestContractPlanSplit(t *testing.T) {
+	w := newCtWorld(t)
+	w.ok(engine.Cmd{Kind: engine.CmdAddUser, UID: 13})
+	for _, uid := range []int64{10, 11, 12, 13} {
+		w.deposit(uid, "1000000")
+	}
+	for i := 0; i < 2; i++ { // A LONG 150 against B, in two orders of at most 100
+		w.ok(w.order(10, engine.Buy, engine.Long, "30000", "75"))
+		w.ok(w.order(11, engine.Sell, engine.Short, "30000", "75"))
+	}
+	w.ok(engine.Cmd{Kind: engine.CmdPlan, UID: 10, Pos: engine.Long, PlanKind: engine.PlanTakeProfit, Price: w.price("30100")})
+	w.ok(w.order(12, engine.Buy, engine.Long, "30100", "100"))
+	w.ok(w.order(12, engine.Buy, engine.Long, "30100", "100"))
+	w.ok(w.order(13, engine.Sell, engine.Short, "30100", "1")) // the last trade reaches 30100: A sells 150 in 100 + 50
+	if p := w.position(10, engine.Long); p.Size != 0 {
+		t.Fatalf("A's long after the split close: %+v", p)
+	}
+}

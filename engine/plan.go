@@ -12,8 +12,10 @@ import (
 // to it; a SHORT's the reverse. The price is the last trade's or the mark
 // price, per plan. A fired plan places a reduce-only close of its size
 // (0: the whole position), cut to the position less its working closes:
-// at market, or a limit at its execute price. A plan whose position has
-// nothing left to close is cancelled.
+// at market, or a limit at its execute price, in orders of at most
+// maxOrderSize. A plan whose position has nothing left to close is
+// cancelled; a close the engine refuses (a limit outside the price band)
+// leaves nothing either: the plan is gone.
 //
 // Plans fire inside the command that moved the price, with its sequence
 // number, so replay fires the same ones: after every command on a
@@ -238,16 +240,22 @@ func (e *Engine) closeFor(m *market, p *plan) {
 	if p.qty > 0 {
 		q = min(p.qty, free)
 	}
-	c := Cmd{Kind: CmdPlace, Market: m.spec.ID, User: p.user, UID: p.uid, Pos: p.pos, Side: Sell, Qty: q,
-		Type: Market, TIF: IOC} // a close reserves nothing: it decides nothing replay must be told
-	if p.pos == Short {
-		c.Side = Buy
-	}
-	if p.exec > 0 {
-		c.Type, c.TIF, c.Price = Limit, GTC, p.exec
-	}
+	// in orders of at most maxOrderSize: a position may be larger
 	at := e.out.OrderAt
-	e.place(&c)
+	for q > 0 {
+		c := Cmd{Kind: CmdPlace, Market: m.spec.ID, User: p.user, UID: p.uid, Pos: p.pos, Side: Sell, Qty: min(q, m.spec.MaxQty),
+			Type: Market, TIF: IOC} // a close reserves nothing: it decides nothing replay must be told
+		if p.pos == Short {
+			c.Side = Buy
+		}
+		if p.exec > 0 {
+			c.Type, c.TIF, c.Price = Limit, GTC, p.exec
+		}
+		if e.place(&c) != OK {
+			break
+		}
+		q -= c.Qty
+	}
 	e.out.OrderAt = at
 }
 
