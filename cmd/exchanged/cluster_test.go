@@ -34,6 +34,30 @@ type cluster struct {
 	last    uint64 // the leader last found
 }
 
+// revive restarts the members that exited with 75 on their own (a leader
+// deposed by a spurious election on a loaded machine, a member that
+// installed a snapshot), as their supervisor would. Members a test stops
+// itself are waited for there, so their exit is not seen here.
+func (c *cluster) revive() {
+	c.t.Helper()
+	for _, id := range c.ids {
+		s := c.nodes[id]
+		if s == nil {
+			continue
+		}
+		select {
+		case err := <-s.exited:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 75 {
+				c.t.Fatalf("member %d exited with %v\n%s", id, err, s.log)
+			}
+			c.t.Logf("member %d exited 75 (deposed or snapshot installed): restarting it", id)
+			c.start(id)
+		default:
+		}
+	}
+}
+
 // freePorts returns n loopback ports free at the time of the call.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
@@ -86,6 +110,7 @@ func (c *cluster) leader(within time.Duration) uint64 {
 	c.t.Helper()
 	end := time.Now().Add(within)
 	for time.Now().Before(end) {
+		c.revive()
 		for _, id := range c.ids {
 			s := c.nodes[id]
 			if s == nil || s.cmd.ProcessState != nil {
@@ -158,6 +183,7 @@ func (c *cluster) waitEqual(within time.Duration) string {
 	end := time.Now().Add(within)
 	var h map[uint64]string
 	for time.Now().Before(end) {
+		c.revive()
 		h = c.hashes()
 		if len(h) == len(c.ids) && h[1] == h[2] && h[2] == h[3] {
 			return h[1]
