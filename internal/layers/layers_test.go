@@ -1,7 +1,8 @@
 // Package layers checks the module's import graph: dependencies run one
-// way, engine <- journal <- core <- edge <- cmd (docs/DESIGN.md), and the
-// tools and the benchmarks read the data directory and the config
-// without the runtime or the REST edge.
+// way, engine <- journal <- core <- edge <- cmd (docs/DESIGN.md), replica
+// (raft, beside the journal) under core only, and the tools and the
+// benchmarks read the data directory and the config without the runtime
+// or the REST edge.
 package layers
 
 import (
@@ -23,7 +24,7 @@ var allowed = map[string][]string{
 	"internal/layers":   {},
 	"config":            {"engine"},
 	"journal":           {"engine", "internal/walio"},
-	"core":              {"engine", "journal"},
+	"core":              {"engine", "journal", "replica"},
 	"edge":              {"engine", "config", "journal", "core"},
 	"cmd/exchanged":     {"engine", "config", "journal", "core", "edge", "internal/walio", "internal/affinity"},
 	"tools/audit":       {"engine", "journal"},
