@@ -23,8 +23,7 @@ type committer struct {
 	store   *journal.Store
 	pace    *syncPace
 	metrics *metrics
-	repl    *replicated // nil: a single node
-	buf     []byte      // replicated: the entry being proposed
+	repl    *replicated // nil: a single node; else runReplicated runs instead
 
 	mu    sync.Mutex
 	queue []*pendingCommit
@@ -57,6 +56,10 @@ func (c *committer) enqueue(p *pendingCommit) {
 }
 
 func (c *committer) run() {
+	if c.repl != nil {
+		c.runReplicated() // replicated.go
+		return
+	}
 	defer close(c.done)
 	sl := newSleeper()
 	defer sl.close()
@@ -88,12 +91,7 @@ func (c *committer) run() {
 		for _, p := range batch {
 			bs = append(bs, p.b)
 		}
-		var err error
-		if c.repl == nil {
-			err = group.Commit(bs)
-		} else {
-			c.buf, err = c.repl.commit(group, bs, c.buf)
-		}
+		err := group.Commit(bs)
 		c.metrics.commit(nanotime() - last)
 		clear(bs)
 		for _, p := range batch {

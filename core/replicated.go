@@ -247,41 +247,128 @@ func (r *replicated) isDeposed() bool {
 	}
 }
 
-// commit is the committer's commit of the sealed batches bs when
-// replicated: propose their rows as one entry, and once it is committed
-// write them with the applied index (unsynced: the raft log holds them).
-func (r *replicated) commit(g *journal.Group, bs []*journal.Batch, buf []byte) ([]byte, error) {
-	select {
-	case <-r.deposed:
-		return buf, r.deposeErr
-	default:
+// runReplicated is the committer of a replicated node. At each sync slot
+// it seals the batches queued, proposes their rows as one entry and goes
+// on to the next slot without waiting (pipelined: the entries' indexes
+// follow the slots); finish takes the slots in order, waits for each
+// entry's commit, writes its batches with the applied index (unsynced:
+// the raft log holds them) and marks them durable, after which the shards
+// answer.
+func (c *committer) runReplicated() {
+	defer close(c.done)
+	r := c.repl
+	sl := newSleeper()
+	defer sl.close()
+	slots := make(chan *replSlot, replPipeline)
+	finished := make(chan struct{})
+	go r.finish(c, slots, finished)
+	defer func() {
+		close(slots)
+		<-finished
+	}()
+	var last int64
+	for {
+		select {
+		case <-c.wake:
+		case <-c.stop:
+			return
+		}
+		if d := last + int64(c.pace.syncGap()) - nanotime(); d > 0 {
+			sl.sleep(time.Duration(d))
+		}
+		c.mu.Lock()
+		batch := c.queue
+		c.queue = nil
+		c.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		last = nanotime()
+		for _, p := range batch {
+			p.seal()
+		}
+		slot := &replSlot{batch: batch, t0: last}
+		if r.isDeposed() {
+			slot.err = r.deposeErr
+		} else {
+			// A new buffer each time: raft holds it until the loop takes it.
+			data := r.header(make([]byte, 0, 4096))
+			for _, p := range batch {
+				if data, slot.err = p.b.AppendRows(data); slot.err != nil {
+					break
+				}
+			}
+			if slot.err == nil {
+				slot.p, slot.err = r.g.ProposeAsync(r.ctx, data)
+			}
+		}
+		slots <- slot
 	}
-	buf = r.header(buf[:0])
-	var err error
-	for _, b := range bs {
-		if buf, err = b.AppendRows(buf); err != nil {
-			return buf, err
+}
+
+// replPipeline bounds the slots proposed and not yet finished.
+const replPipeline = 64
+
+// replSlot is one sync slot's batches and their entry's proposal.
+type replSlot struct {
+	batch []*pendingCommit
+	p     *replica.Proposal
+	err   error
+	t0    int64
+}
+
+// finish completes the slots in order (runReplicated).
+func (r *replicated) finish(c *committer, slots <-chan *replSlot, finished chan<- struct{}) {
+	defer close(finished)
+	group := r.n.store.NewGroup()
+	defer group.Close()
+	var bs []*journal.Batch
+	var kv [][2][]byte
+	for sl := range slots {
+		err := sl.err
+		var idx uint64
+		if err == nil {
+			idx, err = sl.p.Wait(r.ctx)
+		}
+		if err != nil && !errors.Is(err, errDeposed) {
+			r.refused.Add(1)
+			switch {
+			case errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrNoQuorum), errors.Is(err, replica.ErrDropped):
+				err = fmt.Errorf("%w: %w: %w", errDeposed, ErrNotLeader, err)
+			default: // it may still commit
+				err = fmt.Errorf("%w: %w: %w", errDeposed, ErrTimeout, err)
+			}
+			r.depose(err)
+		}
+		if err == nil && r.isDeposed() {
+			// Committed, but an earlier slot failed: its batches are not
+			// in the journal, so neither may these be (a gap in a shard's
+			// sequence). The restart applies this entry from the log.
+			err = r.deposeErr
+		}
+		if err == nil {
+			bs = bs[:0]
+			for _, p := range sl.batch {
+				bs = append(bs, p.b)
+			}
+			kv = append(kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(idx)})
+			if err = group.CommitRows(bs, kv, false); err != nil {
+				r.depose(fmt.Errorf("%w: %w", errDeposed, err))
+			} else {
+				r.applied.Store(idx)
+			}
+			clear(bs)
+		}
+		c.metrics.commit(nanotime() - sl.t0)
+		for _, p := range sl.batch {
+			p.err = err
+			p.fin.Store(true)
+			select {
+			case p.done <- struct{}{}:
+			default:
+			}
 		}
 	}
-	idx, err := r.g.Propose(r.ctx, buf)
-	if err != nil {
-		r.refused.Add(1)
-		switch {
-		case errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrNoQuorum), errors.Is(err, replica.ErrDropped):
-			err = fmt.Errorf("%w: %w: %w", errDeposed, ErrNotLeader, err)
-		default: // it may still commit
-			err = fmt.Errorf("%w: %w: %w", errDeposed, ErrTimeout, err)
-		}
-		r.depose(err)
-		return buf, err
-	}
-	r.kv = append(r.kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(idx)})
-	if err := g.CommitRows(bs, r.kv, false); err != nil {
-		r.depose(err)
-		return buf, err
-	}
-	r.applied.Store(idx)
-	return buf, nil
 }
 
 // replyErr is what the requests of a batch whose commit failed are

@@ -179,14 +179,37 @@ func Open(cfg Config, tcfg TransportConfig, db *pebble.DB, sm StateMachine) (*Gr
 // proposals may be in flight at once, from any number of goroutines; their
 // indexes follow the order in which the loop receives them.
 func (g *Group) Propose(ctx context.Context, data []byte) (uint64, error) {
+	p, err := g.ProposeAsync(ctx, data)
+	if err != nil {
+		return 0, err
+	}
+	return p.Wait(ctx)
+}
+
+// Proposal is a proposal handed to the loop (ProposeAsync), to Wait for.
+type Proposal struct {
+	g   *Group
+	res chan proposeRes
+}
+
+// ProposeAsync hands data to the loop and returns without waiting for its
+// commit: Propose in two halves, so that one goroutine can have several
+// proposals in flight whose indexes follow the order of its calls.
+func (g *Group) ProposeAsync(ctx context.Context, data []byte) (*Proposal, error) {
 	res := make(chan proposeRes, 1)
 	select {
 	case g.propc <- proposeReq{data: data, res: res}:
+		return &Proposal{g: g, res: res}, nil
 	case <-g.done:
-		return 0, g.closedErr()
+		return nil, g.closedErr()
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return nil, ctx.Err()
 	}
+}
+
+// Wait waits for p's commit, as Propose does (ProposeTimeout from now).
+func (p *Proposal) Wait(ctx context.Context) (uint64, error) {
+	g, res := p.g, p.res
 	t := time.NewTimer(g.cfg.ProposeTimeout)
 	defer t.Stop()
 	select {

@@ -328,9 +328,10 @@ func TestClusterFailover(t *testing.T) {
 		t.Logf("iteration %d: killed %d, %d led after %v; %d orders acknowledged, %d refused or lost in flight",
 			it, lead, newLead, elected.Round(time.Millisecond), len(acks), refused)
 		// The old leader rejoins and catches up.
+		t1 := time.Now()
 		c.start(lead)
 		h := c.waitEqual(30 * time.Second)
-		t.Logf("iteration %d: states equal: %s", it, h)
+		t.Logf("iteration %d: old leader restarted, states equal after %v: %s", it, time.Since(t1).Round(time.Millisecond), h)
 		lead = newLead
 	}
 	if len(all) == 0 {
