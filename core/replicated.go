@@ -650,12 +650,14 @@ var (
 	replChangesDesc  = prometheus.NewDesc("exchanged_replica_leader_changes_total", "Leaders this member has seen since it started.", nil, nil)
 	replRefusedDesc  = prometheus.NewDesc("exchanged_replica_proposals_failed_total", "Proposals that failed (the member then stops taking commands).", nil, nil)
 	replSnapshotDesc = prometheus.NewDesc("exchanged_replica_snapshots_received_total", "Snapshots restored from the leader.", nil, nil)
+	replDroppedDesc  = prometheus.NewDesc("exchanged_replica_transport_dropped_total", "Raft messages the transport dropped (queue full, too large, connection failed); raft sends again.", nil, nil)
+	replConnectsDesc = prometheus.NewDesc("exchanged_replica_transport_connects_total", "Connections the transport made to peers (one each, plus reconnections).", nil, nil)
 )
 
 type replCollector struct{ r *replicated }
 
 func (c replCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{replLeaderDesc, replStateDesc, replTermDesc, replCommitDesc, replAppliedDesc, replLagDesc, replChangesDesc, replRefusedDesc, replSnapshotDesc} {
+	for _, d := range []*prometheus.Desc{replLeaderDesc, replStateDesc, replTermDesc, replCommitDesc, replAppliedDesc, replLagDesc, replChangesDesc, replRefusedDesc, replSnapshotDesc, replDroppedDesc, replConnectsDesc} {
 		ch <- d
 	}
 }
@@ -688,4 +690,7 @@ func (c replCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(replChangesDesc, prometheus.CounterValue, float64(st.LeaderChanges))
 	ch <- prometheus.MustNewConstMetric(replRefusedDesc, prometheus.CounterValue, float64(r.refused.Load()))
 	ch <- prometheus.MustNewConstMetric(replSnapshotDesc, prometheus.CounterValue, float64(st.SnapshotsReceived))
+	ts := r.tr.Stats()
+	ch <- prometheus.MustNewConstMetric(replDroppedDesc, prometheus.CounterValue, float64(ts.Dropped))
+	ch <- prometheus.MustNewConstMetric(replConnectsDesc, prometheus.CounterValue, float64(ts.Connects))
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -84,6 +85,20 @@ type Transport struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	nDropped, nConnects atomic.Uint64 // Stats
+}
+
+// TransportStats counts messages dropped (queue full, too large, or queued
+// when a connection failed: raft sends again) and outbound connections
+// made, since Listen.
+type TransportStats struct {
+	Dropped, Connects uint64
+}
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() TransportStats {
+	return TransportStats{Dropped: t.nDropped.Load(), Connects: t.nConnects.Load()}
 }
 
 type outMsg struct {
@@ -232,6 +247,7 @@ func (t *Transport) Send(msgs []raftpb.Message) {
 }
 
 func (t *Transport) dropped(to uint64, snap bool) {
+	t.nDropped.Add(1)
 	if t.h == nil {
 		return
 	}
@@ -293,6 +309,7 @@ func (p *peerConn) run() {
 				return
 			}
 			conn, key, frameNo = c, k, 0
+			t.nConnects.Add(1)
 			w = bufio.NewWriterSize(conn, 64<<10)
 			backoff = 50 * time.Millisecond
 		}
@@ -336,6 +353,7 @@ func (p *peerConn) run() {
 // dropAll reports batch and everything queued as dropped.
 func (p *peerConn) dropAll(batch []outMsg) {
 	snaps := 0
+	p.t.nDropped.Add(uint64(len(batch)))
 	for _, m := range batch {
 		if m.snap {
 			snaps++
@@ -344,6 +362,7 @@ func (p *peerConn) dropAll(batch []outMsg) {
 	for {
 		select {
 		case m := <-p.q:
+			p.t.nDropped.Add(1)
 			if m.snap {
 				snaps++
 			}

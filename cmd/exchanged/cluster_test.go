@@ -293,6 +293,21 @@ func TestClusterFailover(t *testing.T) {
 			t.Fatalf("follower %d depth: %v %d %s", id, err, res.status, res.body)
 		}
 	}
+	// The leader's /metrics names it and its followers' lag.
+	hr, _ := http.NewRequest("GET", c.nodes[lead].admin+"/metrics", nil)
+	hr.Header.Set("X-Admin-Token", "test-admin")
+	if res, err := c.clients.Do(hr); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, want := range []string{"exchanged_replica_is_leader 1", fmt.Sprintf("exchanged_replica_leader %d", lead),
+			`exchanged_replica_lag_entries{member="`, "exchanged_replica_transport_connects_total"} {
+			if !strings.Contains(string(b), want) {
+				t.Fatalf("leader's /metrics lacks %q", want)
+			}
+		}
+	}
 	var all []acked
 	for it := 0; it < clusterIterations(); it++ {
 		stop := make(chan struct{})
