@@ -104,8 +104,7 @@ type replicated struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
-	rbs   []*journal.Batch // the shards' replay batches, for one commit
-	group *journal.Group   // follower commits (apply goroutine)
+	group *journal.Group // the applied index's writes (apply goroutine)
 	kv    [][2][]byte
 }
 
@@ -423,7 +422,9 @@ func (m replSM) Restore(index uint64, data []byte) error {
 // which this member's state was that of raft index idx, as its raft
 // snapshot, and compacts the raft log behind it. It does so in the
 // background: the caller holds barMu, which a follower's raft loop may
-// be waiting for (apply).
+// be waiting for (Restore). On a follower idx may be behind the state by
+// part of the entry after it (apply): a member restoring the snapshot
+// then skips the records it holds when that entry comes.
 func (r *replicated) snapshotted(idx uint64, v []byte) {
 	if r.g == nil || idx == 0 {
 		return
@@ -446,8 +447,12 @@ func (r *replicated) snapshotted(idx uint64, v []byte) {
 
 // apply replays a committed entry of another member (or of an earlier run
 // of this one) through the shards: the ledger's records first, then the
-// market shards' in parallel, as journal replay does; then writes what
-// they wrote and the applied index in one batch.
+// market shards' in parallel, as journal replay does; each shard commits
+// what it wrote before it takes the next request (so a barrier never sees
+// its memory ahead of its journal), and the applied index is written
+// after all of them. A crash in between leaves the applied index behind
+// some shards' records: the entry is applied again, and each shard skips
+// the records it holds.
 func (r *replicated) apply(index uint64, data []byte) error {
 	if len(data) < replEntryHead || data[0] != replEntryVersion {
 		return fmt.Errorf("core: entry %d is not a replicated batch (%d bytes)", index, len(data))
@@ -475,28 +480,14 @@ func (r *replicated) apply(index uint64, data []byte) error {
 		}
 		jobs[s].recs = append(jobs[s].recs, &recs[i])
 	}
-	// No barrier (snapshot, state hash) between a shard's replay and the
-	// commit of what it wrote.
-	n.barMu.Lock()
-	defer n.barMu.Unlock()
 	if err := r.run(n.nMarket, jobs[n.nMarket:]); err != nil {
 		return fmt.Errorf("core: entry %d: %w", index, err)
 	}
 	if err := r.run(0, jobs[:n.nMarket]); err != nil {
 		return fmt.Errorf("core: entry %d: %w", index, err)
 	}
-	r.rbs = r.rbs[:0]
-	for i, j := range jobs {
-		if j != nil {
-			r.rbs = append(r.rbs, n.shards[i].rb)
-		}
-	}
 	r.kv = append(r.kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(index)})
-	err = r.group.CommitRows(r.rbs, r.kv, false)
-	for _, b := range r.rbs {
-		b.Reset()
-	}
-	if err != nil {
+	if err := r.group.CommitRows(nil, r.kv, false); err != nil {
 		return fmt.Errorf("core: entry %d: %w", index, err)
 	}
 	r.applied.Store(index)
@@ -531,8 +522,8 @@ func (r *replicated) run(first int, jobs []*replayJob) error {
 }
 
 // replay applies job's records on the shard goroutine, with their
-// recorded decisions, into the shard's replay batch (which the apply
-// goroutine commits), and flushes their credits.
+// recorded decisions, writes their records and history rows (unsynced:
+// the raft log holds the entry) and flushes their credits.
 func (s *shard) replay(j *replayJob) {
 	defer close(j.done)
 	if s.rb == nil {
@@ -572,6 +563,13 @@ func (s *shard) replay(j *replayJob) {
 		}
 		s.w.Finish(s.rb)
 		s.wroteKeys.Add(uint64(s.rb.Keys()))
+		s.wroteBytes.Add(uint64(s.rb.Bytes()))
+		err := s.rb.CommitUnsynced()
+		s.rb.Reset()
+		if err != nil {
+			j.err = fmt.Errorf("shard %d: %w", s.id, err)
+			return // the memory is ahead of the journal: the member stops
+		}
 		s.flush(-1)
 		s.flushed.Store(s.seq)
 		s.n.sinceSnap.Add(int64(count))

@@ -208,3 +208,26 @@ func (s *Store) WriteSnapshotRows(v []byte, extra [][2][]byte) (uint64, error) {
 	s.snapNo = no
 	return no, nil
 }
+
+// CommitUnsynced writes b without a sync: a replicated follower's replay
+// of a committed entry, which the raft log holds durably (a crash that
+// loses it loses the applied index written after it too, and the entry is
+// applied again; replay skips the records a shard holds). An error is
+// ErrWriteFailed, as for Commit.
+func (b *Batch) CommitUnsynced() (err error) {
+	s := b.s
+	if e := s.failed.Load(); e != nil {
+		return *e
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fatalErr(p)
+		} else if err != nil {
+			err = fmt.Errorf("%w: %w", ErrWriteFailed, wrapPebble("commit", err))
+		}
+		if err != nil && s.setFailed(err) && errors.Is(err, syscall.ENOSPC) {
+			s.dropBallast()
+		}
+	}()
+	return b.b.Commit(pebble.NoSync)
+}

@@ -340,8 +340,8 @@ func TestClusterFailover(t *testing.T) {
 				t.Fatalf("iteration %d: acknowledged order %d not on the new leader %d: %v %d %s", it, a.id, newLead, err, res.status, res.body)
 			}
 		}
-		t.Logf("iteration %d: killed %d, %d led after %v; %d orders acknowledged, %d refused or lost in flight",
-			it, lead, newLead, elected.Round(time.Millisecond), len(acks), refused)
+		t.Logf("iteration %d (%v): killed %d, %d led after %v; %d orders acknowledged, %d refused or lost in flight",
+			it, time.Since(t0).Round(time.Millisecond), lead, newLead, elected.Round(time.Millisecond), len(acks), refused)
 		// The old leader rejoins and catches up.
 		t1 := time.Now()
 		c.start(lead)
