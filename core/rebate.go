@@ -174,6 +174,8 @@ func (n *Node) settler() {
 		switch {
 		case errors.Is(err, ErrClosed):
 			return
+		case errors.Is(err, ErrNotLeader):
+			continue // a replicated follower: its leader settles (replicated.go)
 		case err != nil:
 			n.log.Error("core: rebate settlement failed; it is tried again in a minute", "from", from, "to", today-1, "err", err)
 			wait = max(every, time.Minute)
