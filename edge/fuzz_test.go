@@ -165,6 +165,20 @@ func FuzzREST(f *testing.F) {
 		{"POST", "/admin/v1/transfer", "", `{"uid":10001,"coin":"USDT","amount":"25","from":"spot","to":"futures"}`},
 		{"POST", "/admin/v1/deposit", "", `{"uid":10002,"coin":"USDT","amount":"5","wallet":"futures"}`},
 		{"GET", "/admin/v1/positions", "uid=10001", ""},
+		// contract orders (ctrade.go), funding (cfunding.go), plans (cplan.go)
+		{"POST", "/capi/v2/order/placeOrder", "", `{"symbol":"cmt_btcusdt","client_oid":"f-3","size":"0.01","type":"1","order_type":"0","match_price":"0","price":"30000","presetTakeProfitPrice":"31000"}`},
+		{"POST", "/capi/v3/batchOrders", "", `{"batchOrders":[{"symbol":"BTCUSDT","side":"SELL","positionSide":"SHORT","type":"LIMIT","quantity":"0.01","price":"30000"}]}`},
+		{"POST", "/capi/v3/order", "", `{"symbol":"BTCUSDT","side":"BUY","positionSide":"LONG","type":"MARKET","quantity":"0.01"}`},
+		{"POST", "/capi/v3/order", "", `{"symbol":"ETHUSDT","side":"SELL","positionSide":"LONG","type":"LIMIT","quantity":"0.01","price":"2000","reduceOnly":true}`},
+		{"GET", "/capi/v3/openOrders", "symbol=BTCUSDT", ""},
+		{"DELETE", "/capi/v3/allOpenOrders", "", ""},
+		{"POST", "/capi/v3/closePositions", "", `{"symbol":"BTCUSDT"}`},
+		{"GET", "/capi/v3/market/premiumIndex", "symbol=BTCUSDT", ""},
+		{"GET", "/capi/v3/market/fundingRate", "symbol=BTCUSDT&limit=3", ""},
+		{"POST", "/capi/v2/order/placeTpSlOrder", "", `{"symbol":"cmt_btcusdt","clientOrderId":"f-4","planType":"loss_plan","triggerPrice":"29000","executePrice":"0","size":"0.01","positionSide":"long","marginMode":1}`},
+		{"GET", "/capi/v2/order/currentPlan", "symbol=cmt_btcusdt&page=0&limit=5", ""},
+		{"POST", "/capi/v3/algoOrder", "", `{"symbol":"BTCUSDT","side":"SELL","positionSide":"LONG","type":"STOP_MARKET","quantity":"0.01","triggerPrice":"29000","reduceOnly":true}`},
+		{"GET", "/capi/v3/openAlgoOrders", "symbol=BTCUSDT", ""},
 	} {
 		for i, r := range fuzzRoutes {
 			if r.method == s.method && r.path == s.path {
