@@ -496,6 +496,10 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 		ps.openVal += notional
 		delta = -fee
 		cl.avail.Add(int64(portion - fee - margin))
+		if pr, ok := m.ct.presets[o.id]; ok { // the first fill attaches the open's presets
+			delete(m.ct.presets, o.id)
+			e.attachPresets(m, a, o, pr)
+		}
 	} else {
 		biz += 2 // the close of the same side
 		closed, margin := ps.openValue, ps.margin

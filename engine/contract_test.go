@@ -397,6 +397,15 @@ func TestContractPresets(t *testing.T) {
 	if tp, sl, _ := w.e.Preset(w.ct.ID, id); tp != 0 || sl != 0 {
 		t.Fatalf("a filled order keeps its preset %d %d", tp, sl)
 	}
+	// the fill made both orders' presets plans of the whole position, at market
+	ps := w.e.Plans(w.user(10), w.ct.ID, nil)
+	if len(ps) != 2 || ps[0].Kind != engine.PlanTakeProfit || ps[0].Trigger != w.price("31000") || ps[0].Mark ||
+		ps[1].Kind != engine.PlanStopLoss || ps[1].Trigger != w.price("29000") || !ps[1].Mark || ps[1].Qty != 0 || ps[1].Exec != 0 {
+		t.Fatalf("A's plans from its presets: %+v", ps)
+	}
+	if ps := w.e.Plans(w.user(11), w.ct.ID, nil); len(ps) != 2 || ps[0].Pos != engine.Short {
+		t.Fatalf("B's plans from its presets: %+v", ps)
+	}
 	// a close has none
 	cl := w.order(10, engine.Sell, engine.Long, "31000", "0.1")
 	cl.TP = w.price("30000")

@@ -24,6 +24,9 @@ import (
 // scanning the plans that cannot fire. A close a plan places may move the
 // price again; the plans it reaches fire in the same command, each once.
 //
+// An open's presets (take-profit, stop-loss) become plans of the whole
+// position, at market, when the open first fills (attachPresets).
+//
 // CmdPlan places a plan: Pos the side, PlanKind 1 take-profit or 2
 // stop-loss, Price the trigger, Exec the execute price (0: market), Qty
 // the size (0: the whole position), TrigMark bit 0 the mark price. The
@@ -185,6 +188,28 @@ func (e *Engine) cancelPlan(c *Cmd) Reject {
 		e.dropPlan(m, p, false)
 	}
 	return OK
+}
+
+// attachPresets makes open o's presets plans on its position at o's
+// first fill: a take-profit and a stop-loss of the whole position, at
+// market, on the price the preset names; none beyond MaxPlansPerUser.
+func (e *Engine) attachPresets(m *market, a *ctAcct, o *order, pr preset) {
+	for _, x := range [2]struct {
+		kind    uint8
+		trigger Price
+		mark    bool
+	}{{PlanTakeProfit, pr.tp, pr.mark&1 != 0}, {PlanStopLoss, pr.sl, pr.mark&2 != 0}} {
+		if x.trigger == 0 || a.plans >= MaxPlansPerUser {
+			continue
+		}
+		pl := &m.ct.plans
+		pl.nextPlan++
+		p := &plan{id: pl.nextPlan<<10 | int64(m.spec.ID), user: o.user, uid: o.uid, pos: o.pos, kind: x.kind,
+			mark: x.mark, trigger: x.trigger, timeMs: e.timeMs}
+		pl.add(p)
+		a.plans++
+		e.out.Plans = append(e.out.Plans, p.view(m.spec.ID))
+	}
 }
 
 // dropPlan removes p, fired or cancelled, and reports it.

@@ -110,6 +110,8 @@ type RefMarket struct {
 	MaxPos         int64                         // steps per position side
 	Accts          map[engine.UserIdx]*RefCtAcct // by user, once a command of theirs made one
 	BadDebt        int64
+	Plans          []*RefPlan // refplan.go
+	NextPlan       int64
 }
 
 // RefOrder is a working order (or the incoming order while it matches).
@@ -402,6 +404,9 @@ func (r *Ref) Apply(c engine.Cmd, seq uint64, timeMs int64, shard int, out *engi
 		out.Reject = r.positionMargin(&c)
 	default:
 		out.Reject = engine.RejectInvalidType
+	}
+	if m := r.Market(c.Market); m != nil && m.Contract && len(m.Plans) > 0 {
+		r.firePlans(m)
 	}
 }
 

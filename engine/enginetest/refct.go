@@ -268,6 +268,7 @@ func (r *Ref) settle(m *RefMarket, o *RefOrder, q, n int64, rate *big.Rat) (f, p
 		ps.OpenVal += n
 		w.Avail += part - f - margin
 		delta = -f
+		r.attach(m, o)
 	} else {
 		biz = engine.BizCloseLong
 		if o.Pos == engine.Short {
@@ -283,6 +284,9 @@ func (r *Ref) settle(m *RefMarket, o *RefOrder, q, n int64, rate *big.Rat) (f, p
 			pnl = entry - n
 		}
 		ps.Size -= q
+		if ps.Size == 0 {
+			r.dropPlans(m, o.User, o.Pos)
+		}
 		ps.OpenValue -= entry
 		ps.Margin -= margin
 		ps.Closing -= q
@@ -539,8 +543,7 @@ func (m *RefMarket) appendContract(b []byte) []byte {
 	for range 3 {
 		b = le.AppendUint64(b, 0)
 	}
-	// no plans: the reference sends no plan commands (next plan id, count)
-	return le.AppendUint32(le.AppendUint64(b, 0), 0)
+	return m.appendPlans(b)
 }
 
 // appendFutures appends the futures wallets' section of the accounts
