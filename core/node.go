@@ -184,13 +184,13 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		n.wg.Add(1)
 		go s.run()
 	}
+	n.stopSnap = make(chan struct{}) // before anything that may Close
 	if n.repl != nil {
 		if err := n.repl.start(); err != nil {
 			n.Close()
 			return nil, err
 		}
 	}
-	n.stopSnap = make(chan struct{})
 	n.wg.Add(1)
 	go n.snapshotter()
 	if o.ScrubEvery >= 0 {

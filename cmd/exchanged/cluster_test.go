@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -58,15 +59,22 @@ func (c *cluster) revive() {
 	}
 }
 
-// freePorts returns n loopback ports free at the time of the call.
+// freePorts returns n loopback ports free at the time of the call. They
+// are taken below Linux's ephemeral range (32768 and up), from which every
+// other test's ":0" listener and outgoing connection draws: a port freed
+// here and bound again by the node is then not one the kernel hands to
+// someone else in between (a cluster test failed once in CI that way).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var ls []net.Listener
 	var out []string
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000 {
+			t.Fatal("no free port below 32768")
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		ls = append(ls, l)
 		out = append(out, l.Addr().String())
