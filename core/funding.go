@@ -2,7 +2,6 @@ package core
 
 import (
 	"errors"
-	"math/big"
 	"slices"
 	"time"
 
@@ -187,19 +186,5 @@ func (n *Node) indexPrice(sp, ct *engine.MarketSpec) engine.Price {
 	default:
 		mid = b.Last
 	}
-	return convertPrice(mid, sp, ct)
-}
-
-// convertPrice converts p in from's ticks to to's, rounded down:
-// p × from.tick / to.tick.
-func convertPrice(p engine.Price, from, to *engine.MarketSpec) engine.Price {
-	pow := func(k int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil) }
-	v := new(big.Int).Mul(big.NewInt(int64(p)), big.NewInt(from.TickUnits))
-	v.Mul(v, pow(to.PriceDecimals))
-	d := new(big.Int).Mul(big.NewInt(to.TickUnits), pow(from.PriceDecimals))
-	v.Quo(v, d)
-	if !v.IsInt64() {
-		return 0
-	}
-	return engine.Price(v.Int64())
+	return engine.ConvertPrice(mid, sp, ct)
 }

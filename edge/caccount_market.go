@@ -148,7 +148,7 @@ func handleContractBookTicker(s *Server, ctx *fasthttp.RequestCtx, st *reqState,
 }
 
 // handleSymbolPrice: GET /capi/v3/market/symbolPrice?symbol=&priceType=
-// (LAST or MARK, default MARK): {"symbol","price","time"}.
+// (LAST, MARK or INDEX, default MARK): {"symbol","price","time"}.
 func handleSymbolPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
 	if e := checkArgs(ctx, "symbol", "priceType"); e != nil {
 		return e
@@ -157,16 +157,12 @@ func handleSymbolPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 	if e != nil {
 		return e
 	}
-	mark := true
+	kind := "MARK"
 	if pt := ctx.QueryArgs(); pt.Has("priceType") {
-		switch string(pt.Peek("priceType")) {
-		case "MARK":
-		case "LAST":
-			mark = false
-		case "INDEX":
-			return newErr(400, codeParam, "priceType INDEX is not served here: read indexPrice in /capi/v3/market/premiumIndex, or use LAST or MARK")
+		switch kind = string(pt.Peek("priceType")); kind {
+		case "MARK", "LAST", "INDEX":
 		default:
-			return newErr(400, codeParam, "priceType must be LAST or MARK")
+			return newErr(400, codeParam, "priceType must be LAST, MARK or INDEX")
 		}
 	}
 	cs, e := s.contractStates(k, false)
@@ -174,8 +170,13 @@ func handleSymbolPrice(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cre
 		return e
 	}
 	p := cs[0].Last
-	if mark { // the mark the funding timer samples and settles at (engine/funding.go)
+	if kind != "LAST" { // the mark the funding timer samples and settles at (engine/funding.go)
 		p = markPrice(&cs[0])
+	}
+	if kind == "INDEX" { // the spot index's mid, as the funding timer samples it
+		if p, e = s.indexPrice(k, p); e != nil {
+			return e
+		}
 	}
 	b := append(st.buf, `{"symbol":`...)
 	b = appendStr(b, k.spec.V3Symbol)

@@ -1,8 +1,6 @@
 package edge
 
 import (
-	"math/big"
-
 	"github.com/valyala/fasthttp"
 
 	"github.com/weexcore/exchange/engine"
@@ -45,23 +43,10 @@ func (s *Server) indexPrice(k *contract, mark engine.Price) (engine.Price, *apiE
 	if len(b.Bids) > 0 && len(b.Asks) > 0 {
 		mid = (b.Bids[0].Price + b.Asks[0].Price) / 2
 	}
-	if p := convertTicks(mid, sm.spec, k.spec); p > 0 {
+	if p := engine.ConvertPrice(mid, sm.spec, k.spec); p > 0 {
 		return p, nil
 	}
 	return mark, nil
-}
-
-// convertTicks converts p in from's ticks to to's, rounded down (0 when it
-// does not fit).
-func convertTicks(p engine.Price, from, to *engine.MarketSpec) engine.Price {
-	pow := func(k int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil) }
-	v := new(big.Int).Mul(big.NewInt(int64(p)), big.NewInt(from.TickUnits))
-	v.Mul(v, pow(to.PriceDecimals))
-	v.Quo(v, new(big.Int).Mul(big.NewInt(to.TickUnits), pow(from.PriceDecimals)))
-	if !v.IsInt64() {
-		return 0
-	}
-	return engine.Price(v.Int64())
 }
 
 func appendRate(b []byte, r int64) []byte { return engine.AppendFixed(b, r, engine.RateDecimals) }

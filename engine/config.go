@@ -245,3 +245,24 @@ func Fee(amount Amount, rate int64) Amount {
 	f, _ := mulRate(int64(amount), rate) // cannot overflow: rate <= RateOne
 	return Amount(f)
 }
+
+// ConvertPrice converts p, in ticks of market from, to ticks of market to
+// (the index of a contract from its spot market's price), rounded down; 0
+// when it does not fit.
+func ConvertPrice(p Price, from, to *MarketSpec) Price {
+	// p × from.tick / to.tick, ticks being TickUnits at PriceDecimals
+	d := from.PriceDecimals - to.PriceDecimals
+	num, den := int64(p), to.TickUnits
+	var ok bool
+	if num, ok = mul(num, from.TickUnits); !ok {
+		return 0
+	}
+	if d < 0 {
+		if num, ok = mul(num, pow10[-d]); !ok {
+			return 0
+		}
+	} else if den, ok = mul(den, pow10[d]); !ok {
+		return 0
+	}
+	return Price(num / den)
+}

@@ -591,3 +591,34 @@ func TestContractPlanSplit(t *testing.T) {
 		t.Fatalf("A's long after the split close: %+v", p)
 	}
 }
+
+// TestConvertPrice: a spot price in the contract's ticks, rounded down.
+func TestConvertPrice(t *testing.T) {
+	coins := ctCoins()
+	spot := enginetestSpot(t, coins)
+	ct, _ := engine.NewContractSpec(engine.ContractBase, ctConfig(), coins[1], coins[0])
+	for _, c := range []struct{ in, want engine.Price }{
+		{3_000_000, 300_000}, // 30000.00 -> 30000.0
+		{3_000_009, 300_000}, // 30000.09 -> 30000.0 (down)
+		{3_000_010, 300_001},
+		{0, 0},
+	} {
+		if got := engine.ConvertPrice(c.in, spot, ct); got != c.want {
+			t.Errorf("ConvertPrice(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	if got := engine.ConvertPrice(300_001, ct, spot); got != 3_000_010 { // the other way: finer ticks
+		t.Errorf("back: %d", got)
+	}
+}
+
+func enginetestSpot(t *testing.T, coins []engine.Coin) *engine.MarketSpec {
+	s, err := engine.NewMarketSpec(0, engine.SpotConfig{Symbol: "BTCUSDT", BaseAsset: "BTC", QuoteAsset: "USDT", TickSize: "0.01",
+		StepSize: "0.0001", MinTradeAmount: "0.0001", MaxTradeAmount: "100", TakerFeeRate: "0.001", MakerFeeRate: "0.001",
+		BuyLimitPriceRatio: "0.1", SellLimitPriceRatio: "0.1", MarketBuyLimitSize: "10", MarketSellLimitSize: "10",
+		MarketFallbackPriceRatio: "0.05", EnableTrade: true}, coins[1], coins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

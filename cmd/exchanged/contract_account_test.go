@@ -305,7 +305,7 @@ func TestContractAccount(t *testing.T) {
 		{get("/api/v3/account/transferRecords?limit=101"), 400, -1140},
 		{get("/api/v3/account/transferRecords?after=5&before=4"), 400, -1171},
 		{get("/api/v3/account/transferRecords?coin=USDT"), 400, -1140},
-		{req{method: "GET", path: "/capi/v3/market/symbolPrice?symbol=BTCUSDT&priceType=INDEX"}, 400, -1140},
+		{req{method: "GET", path: "/capi/v3/market/symbolPrice?symbol=BTCUSDT&priceType=FAIR"}, 400, -1140},
 		{req{method: "GET", path: "/capi/v3/market/symbolPrice?symbol=BTCUSDT&priceType=last"}, 400, -1140},
 		{req{method: "GET", path: "/capi/v3/market/symbolPrice"}, 400, -1141},
 		{req{method: "GET", path: "/capi/v3/market/openInterest?symbol=cmt_btcusdt"}, 400, -1121},
@@ -340,6 +340,13 @@ func TestContractAccount(t *testing.T) {
 	want(t, "mark", price, struct{ Symbol, Price string }{"BTCUSDT", "59500.0"})
 	s.get(nil, "/capi/v3/market/symbolPrice?symbol=BTCUSDT&priceType=LAST", &price)
 	want(t, "last", price, struct{ Symbol, Price string }{"BTCUSDT", "60000.0"})
+	// the index: the spot BTCUSDT mid, the mark while spot has no price
+	s.get(nil, "/capi/v3/market/symbolPrice?symbol=BTCUSDT&priceType=INDEX", &price)
+	want(t, "index without spot", price, struct{ Symbol, Price string }{"BTCUSDT", "59500.0"})
+	s.post(a, "/api/v3/order", placeBody("BTCUSDT", "BUY", "LIMIT", "0.01", "59800.01", ""), nil)
+	s.post(b, "/api/v3/order", placeBody("BTCUSDT", "SELL", "LIMIT", "0.01", "60200", ""), nil)
+	s.get(nil, "/capi/v3/market/symbolPrice?symbol=BTCUSDT&priceType=INDEX", &price)
+	want(t, "index", price, struct{ Symbol, Price string }{"BTCUSDT", "60000.0"}) // (59800.01+60200)/2 rounded down to 0.1
 	s.get(nil, "/capi/v3/market/openInterest?symbol=BTCUSDT", &oi)
 	want(t, "open interest", oi, struct{ Symbol, OpenInterest string }{"BTCUSDT", "0.2000"})
 	var depth struct {
