@@ -94,6 +94,8 @@ type Server struct {
 	bySymbol      map[string]*market
 	contracts     []*contract // by engine.MarketID - engine.ContractBase
 	byV3, byV2    map[string]*contract
+	spotCancel    cancelFamily // the batch cancels (cancelbatch.go)
+	ctCancel      cancelFamily
 	ipLim         *limiter
 	uidLim        *limiter
 	recvWindowMs  int64
@@ -166,6 +168,7 @@ func New(o Options) (*Server, error) {
 		s.contracts = append(s.contracts, k)
 		s.byV3[k.spec.V3Symbol], s.byV2[k.spec.Symbol] = k, k
 	}
+	s.cancelFamilies()
 	s.coinsBody = s.appendCoins(nil)
 	s.accountHead = appendAccountHead(nil, specs[:len(o.Config.Spot)])
 	reg, durations := newRegistry()
