@@ -212,18 +212,9 @@ func buildTpSl(k *contract, b *ctBody) (planIn, *verr) {
 // failure, [{"success":false,"orderId":0,...}], with the reject's name
 // and words.
 func handlePlaceTpSl(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	d := &st.sc
-	d.reset(ctx.Request.Body())
 	var b ctBody
-	if d.kind() != '{' {
-		return errJSON
-	}
-	b.decode(d, p2Fields)
-	if !d.end() {
-		return errJSON
-	}
-	if b.bad != nil {
-		return b.bad.e
+	if e := b.decodeRequest(&st.sc, ctx.Request.Body(), p2Fields); e != nil {
+		return e
 	}
 	k, v := ctSymbol(&b.f[p2Symbol], s.contractV2, vcSymV2)
 	if v != nil {

@@ -135,18 +135,9 @@ func buildAlgo(k *contract, b *ctBody) (planIn, *verr) {
 // and it fired at once); an engine refusal is a top-level error
 // (NO_POSITION -2010, INVALID_TP_SL -1140, TOO_MANY_PLANS -2010).
 func handleAlgoPlace(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	d := &st.sc
-	d.reset(ctx.Request.Body())
 	var b ctBody
-	if d.kind() != '{' {
-		return errJSON
-	}
-	b.decode(d, a3Fields)
-	if !d.end() {
-		return errJSON
-	}
-	if b.bad != nil {
-		return b.bad.e
+	if e := b.decodeRequest(&st.sc, ctx.Request.Body(), a3Fields); e != nil {
+		return e
 	}
 	k, v := ctSymbol(&b.f[a3Symbol], s.contractV3, vcSymV3)
 	if v != nil {

@@ -79,18 +79,9 @@ func ctSymbol(f *ctField, lookup func([]byte) *contract, unknown *verr) (*contra
 // {"client_oid","order_id"} (2.4) once the order is placed (it may have
 // filled or, IOC/FOK/market, expired: GET /capi/v3/order tells).
 func handleV2Place(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	d := &st.sc
-	d.reset(ctx.Request.Body())
 	var b ctBody
-	if d.kind() != '{' {
-		return errJSON
-	}
-	b.decode(d, v2Fields)
-	if !d.end() {
-		return errJSON
-	}
-	if b.bad != nil {
-		return b.bad.e
+	if e := b.decodeRequest(&st.sc, ctx.Request.Body(), v2Fields); e != nil {
+		return e
 	}
 	k, v := ctSymbol(&b.f[v2Symbol], s.contractV2, vcSymV2)
 	if v != nil {
@@ -146,18 +137,9 @@ func (s *Server) checkMarginMode(c *cred, k *contract, want engine.MarginMode) *
 // handleV3Place: POST /capi/v3/order (ccxt createOrder on swap). Answers
 // the order record after matching, with transactTime.
 func handleV3Place(s *Server, ctx *fasthttp.RequestCtx, st *reqState, c *cred) *apiError {
-	d := &st.sc
-	d.reset(ctx.Request.Body())
 	var b ctBody
-	if d.kind() != '{' {
-		return errJSON
-	}
-	b.decode(d, v3Fields)
-	if !d.end() {
-		return errJSON
-	}
-	if b.bad != nil {
-		return b.bad.e
+	if e := b.decodeRequest(&st.sc, ctx.Request.Body(), v3Fields); e != nil {
+		return e
 	}
 	k, v := ctSymbol(&b.f[v3Symbol], s.contractV3, vcSymV3)
 	if v != nil {

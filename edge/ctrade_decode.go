@@ -30,6 +30,24 @@ type ctBody struct {
 	bad *verr // the first unknown field or value of a wrong kind
 }
 
+// decodeRequest decodes a whole request body, one object whose keys must
+// be in names: invalid JSON is errJSON, an unknown key or a value of the
+// wrong kind its own error.
+func (b *ctBody) decodeRequest(d *scanner, body []byte, names []string) *apiError {
+	d.reset(body)
+	if d.kind() != '{' {
+		return errJSON
+	}
+	b.decode(d, names)
+	if !d.end() {
+		return errJSON
+	}
+	if b.bad != nil {
+		return b.bad.e
+	}
+	return nil
+}
+
 // decode reads an object whose keys must be in names (null counts as
 // absent). Syntax errors are left in d (d.end reports them).
 func (b *ctBody) decode(d *scanner, names []string) {
