@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 )
@@ -916,13 +915,6 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 		return 0, 0, fmt.Errorf("engine: %s: long size %d, short size %d", s.Symbol, longQty, shortQty)
 	}
 	return longVal, shortVal, nil
-}
-
-// sortPositions orders views by market then side.
-func sortPositions(v []PositionView) {
-	slices.SortFunc(v, func(a, b PositionView) int {
-		return cmp.Or(cmp.Compare(a.Market, b.Market), cmp.Compare(a.Side, b.Side))
-	})
 }
 
 // OpenPositions returns how many positions (sides with a size) e's
