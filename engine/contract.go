@@ -164,7 +164,8 @@ type ctState struct {
 	lastRate      int64
 	lastIndex     Price
 
-	plans planLists // take-profit and stop-loss plans (plan.go)
+	plans planLists  // take-profit and stop-loss plans (plan.go)
+	liq   [2]liqHeap // liquidation triggers: falling, rising (liquidate.go)
 }
 
 // preset is an open's take-profit and stop-loss trigger prices (0: none)
@@ -217,7 +218,8 @@ type ctAcct struct {
 	mode  MarginMode
 	lev   [2]int32 // leverage of new LONG and SHORT opens (cross: equal)
 	pos   [2]position
-	plans int // the user's plans in the contract
+	plans int         // the user's plans in the contract
+	liq   [3]liqEntry // triggers: cross account, isolated LONG, SHORT (liquidate.go)
 }
 
 // position is one side of a user's holding in a contract.
@@ -428,10 +430,24 @@ func (e *Engine) release(m *market, o *order) {
 // contract market m: each side opens or closes its position and pays its
 // fee to the fee account.
 func (e *Engine) fillContract(m *market, t *order, mh handle, mk *order, p Price, q Qty) {
+	tr := m.spec.TakerRate
+	if t.kind == KindLiquidation { // the liquidated side pays no fee
+		tr = 0
+	}
+	e.trade(m, t, mk, p, q, tr, m.spec.MakerRate)
+	m.last = p
+	if mk.status != StatusFilled {
+		e.update(mh, mk)
+	}
+}
+
+// trade settles a contract fill of q at p between taker t and maker mk
+// at fee rates tr and mr, and reports it.
+func (e *Engine) trade(m *market, t, mk *order, p Price, q Qty, tr, mr int64) {
 	s := m.spec
 	notional := Amount(int64(p) * int64(q) * int64(s.QuotePerTickStep)) // fits: see fill
-	tf, tpnl := e.settle(m, t, q, notional, s.TakerRate)
-	mf, mpnl := e.settle(m, mk, q, notional, s.MakerRate)
+	tf, tpnl := e.settle(m, t, q, notional, tr)
+	mf, mpnl := e.settle(m, mk, q, notional, mr)
 	e.fees.quote += tf + mf
 	e.fees.qty += q
 	e.fees.notional += notional
@@ -444,7 +460,6 @@ func (e *Engine) fillContract(m *market, t *order, mh handle, mk *order, p Price
 			o.status = StatusFilled
 		}
 	}
-	m.last = p
 	m.nextTrade++
 	buyer, seller := t.user, mk.user
 	if t.side == Sell {
@@ -454,9 +469,6 @@ func (e *Engine) fillContract(m *market, t *order, mh handle, mk *order, p Price
 		Price: p, Qty: q, Quote: notional, TakerSide: t.side, MakerOrder: mk.id, TakerOrder: t.id,
 		MakerUID: mk.uid, TakerUID: t.uid, TakerFee: tf, MakerFee: mf, BuyerUser: buyer, SellerUser: seller,
 		BaseCoin: s.Margin, QuoteCoin: s.Margin, TakerPos: t.pos, MakerPos: mk.pos, TakerPnl: tpnl, MakerPnl: mpnl})
-	if mk.status != StatusFilled {
-		e.update(mh, mk)
-	}
 }
 
 // settle applies one side's part of a contract fill of q worth notional:
@@ -472,7 +484,7 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 	if o.pos == Short {
 		biz = BizOpenShort
 	}
-	var delta Amount // change of the wallet's total
+	var delta, toIns Amount // change of the wallet's total; a liquidation's rest to the insurance account
 	if o.opens() {
 		// the part of the reservation that was for q; a fill at a better
 		// price than the limit needs less margin, and what is left over is
@@ -525,6 +537,12 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 		ps.realized += pnl
 		delta = pnl - fee
 		if net := margin + pnl - fee; net >= 0 {
+			if o.kind == KindLiquidation { // what is left of a liquidated position's margin
+				if ins, ok := e.insuranceUser(); ok && ins != o.user && net > 0 {
+					delta -= net
+					toIns, net = net, 0
+				}
+			}
 			cl.avail.Add(int64(net))
 		} else {
 			delta += e.cover(m, a, ps, o.user, -net)
@@ -537,6 +555,11 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 	ps.fees += fee
 	ps.updatedMs = e.timeMs
 	e.bill(o.user, s.Margin, biz, delta, fee, s.ID, q, notional)
+	if toIns > 0 {
+		ins, _ := e.insuranceUser()
+		e.bill(ins, s.Margin, BizLiquidationIncome, toIns, 0, s.ID, q, notional)
+		e.credit(ins, s.Margin, toIns)
+	}
 	return fee, pnl
 }
 
@@ -671,6 +694,7 @@ func (e *Engine) positionMargin(c *Cmd) Reject {
 		e.credit(c.User, m.spec.Margin, x)
 	}
 	ps.updatedMs = e.timeMs
+	e.touch(c.User)
 	return OK
 }
 

@@ -38,6 +38,8 @@ type Engine struct {
 	// staged is the spec the next CmdSetRules installs (StageRules)
 	staged *MarketSpec
 
+	risk *riskState // liquidation index of the contracts (liquidate.go); nil without any
+
 	// per-command context
 	seq    uint64
 	timeMs int64
@@ -134,6 +136,7 @@ func New(shard int, acc *Accounts, markets []*MarketSpec, feeUID int64) *Engine 
 			e.owned = append(e.owned, m)
 		}
 	}
+	e.risk = newRisk(e)
 	return e
 }
 
@@ -203,6 +206,9 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 	if m := e.market(c.Market); m != nil && m.ct != nil && len(m.ct.plans.byID) > 0 {
 		e.firePlans(m)
 	}
+	if e.risk != nil {
+		e.checkRisk()
+	}
 	c.Dec.Recorded = true
 }
 
@@ -250,6 +256,9 @@ func (e *Engine) credit(u UserIdx, c CoinID, x Amount) {
 
 // bill changes u's total of c by delta and writes the finance record.
 func (e *Engine) bill(u UserIdx, c CoinID, biz BizType, delta, fee Amount, m MarketID, q Qty, quote Amount) {
+	if c.IsFutures() { // a contract fill bills each side, a zero change included
+		e.touch(u)
+	}
 	if delta == 0 {
 		return
 	}
@@ -413,7 +422,7 @@ func (e *Engine) place(c *Cmd) Reject {
 	if c.Type == Market {
 		o.tif = IOC
 	}
-	o.pos, o.lev = 0, 0
+	o.pos, o.lev, o.kind = 0, 0, KindNormal
 	if s.Contract {
 		e.contractPlaced(m, c, o)
 	}

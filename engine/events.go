@@ -75,6 +75,7 @@ type OrderView struct { // the small fields after the large ones, none padded (1
 	TIF          TIF
 	Status       Status
 	Pos          PosSide // contract orders: the position side (0 on spot)
+	Kind         OrderKind
 	// ClientID is the client order id the order was placed with; it is
 	// empty when the order has the generated one, "x-<OrderID>" (placed
 	// without one, or with exactly that). AppendClientID writes either.
@@ -222,11 +223,14 @@ const (
 	BizFillFee    BizType = 13 // contract fee income credited to the fee account
 	BizInsurance  BizType = 14 // the insurance account paying a loss no one else could
 	BizFunding    BizType = 15 // a position's funding payment (paid or received)
+	// what a liquidation order's fills left of the position's margin,
+	// credited to the insurance account
+	BizLiquidationIncome BizType = 16
 )
 
 var bizNames = [...]string{"", "deposit", "withdraw", "trade_in", "trade_out", "rebate", "transfer_in", "transfer_out", "fee_income",
 	"position_open_long", "position_open_short", "position_close_long", "position_close_short", "order_fill_fee_income", "insurance_payout",
-	"position_funding"}
+	"position_funding", "liquidation_income"}
 
 // String returns the bizType clients see.
 func (b BizType) String() string {

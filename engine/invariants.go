@@ -60,6 +60,9 @@ func CheckInvariants(acc *Accounts, engines []*Engine) error {
 		if live != e.pool.live || live != indexed {
 			return fmt.Errorf("engine: shard %d: %d orders in books, %d in pool, %d indexed", e.shard, live, e.pool.live, indexed)
 		}
+		if err := e.checkRiskState(); err != nil {
+			return err
+		}
 	}
 	sum := posNet
 	for u := UserIdx(0); int(u) < acc.NumUsers(); u++ {

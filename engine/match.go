@@ -423,7 +423,7 @@ func (e *Engine) view(h handle) OrderView {
 // assigned through a pointer is built on the stack and copied).
 func (e *Engine) setView(v *OrderView, h handle, o *order) {
 	v.OrderID, v.UID, v.User, v.Market = o.id, o.uid, o.user, o.market
-	v.Side, v.Type, v.TIF, v.Status, v.Pos = o.side, o.typ, o.tif, o.status, o.pos
+	v.Side, v.Type, v.TIF, v.Status, v.Pos, v.Kind = o.side, o.typ, o.tif, o.status, o.pos, o.kind
 	v.Price, v.OrigQty, v.ExecutedQty, v.CumQuote = o.price, o.qty, o.filled, o.cumQuote
 	v.TimeMs, v.UpdateTimeMs = o.timeMs, o.updateMs
 	if o.cidGen {

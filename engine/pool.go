@@ -29,6 +29,7 @@ type order struct {
 	cidGen bool    // the client id is the generated "x-<id>": not stored, and not in the cid index
 	pos    PosSide // contract orders: the position side (0 on spot)
 	lev    uint8   // contract orders: the leverage an open reserved at
+	kind   OrderKind
 }
 
 // links are an order's places in its price level's queue (prev/next) and

@@ -46,6 +46,9 @@ func (e *Engine) InstallRules(s *MarketSpec) bool {
 	}
 	m.spec = s
 	m.bandAt = -1 // the band is worked out anew with the new ratios
+	if m.ct != nil {
+		e.risk.rebuild = true // the maintenance rate may have changed
+	}
 	return true
 }
 

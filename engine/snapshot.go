@@ -301,6 +301,9 @@ func (e *Engine) LoadSnapshot(b []byte) error {
 	if len(r.b) != 0 {
 		return errors.New("engine: trailing bytes in snapshot")
 	}
+	if e.risk != nil {
+		e.risk.rebuild = true
+	}
 	return nil
 }
 
