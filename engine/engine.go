@@ -206,7 +206,9 @@ func (e *Engine) Apply(c *Cmd, seq uint64, timeMs int64, out *Out) {
 	if m := e.market(c.Market); m != nil && m.ct != nil && len(m.ct.plans.byID) > 0 {
 		e.firePlans(m)
 	}
-	if e.risk != nil {
+	// only a contract's command moves a mark, only a touched futures
+	// wallet or position moves a trigger
+	if rs := e.risk; rs != nil && (len(rs.dirty) > 0 || rs.rebuild || c.Market >= ContractBase) {
 		e.checkRisk()
 	}
 	c.Dec.Recorded = true
