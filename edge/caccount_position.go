@@ -128,6 +128,7 @@ func (s *Server) appendPosition(b []byte, k *contract, p *engine.PositionView, m
 	b = sp.AppendPrice(b, mark)
 	b = append(b, '"')
 	amt("unrealizePnl", unrealized(sp, p, mark))
-	// no liquidation engine yet (the risk issue): no liquidation price
-	return append(b, `,"liquidatePrice":"0"}`...)
+	b = append(b, `,"liquidatePrice":"`...)
+	b = sp.AppendPrice(b, p.LiqPrice)
+	return append(b, `"}`...)
 }

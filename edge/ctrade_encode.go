@@ -12,6 +12,21 @@ var posSideNames = [...]string{"", "LONG", "SHORT"}
 // SELL LONG, BUY SHORT.
 func ctCloses(v *engine.OrderView) bool { return (v.Side == engine.Buy) != (v.Pos == engine.Long) }
 
+// ctTypeCode returns the order's direction code (docs/API.md): 1/2 open
+// LONG/SHORT, 3/4 close, 7/8 auto-deleveraging close, 9/10 liquidation.
+func ctTypeCode(v *engine.OrderView) int64 {
+	c := int64(v.Pos) // 1 LONG, 2 SHORT
+	switch {
+	case !ctCloses(v):
+		return c
+	case v.Kind == engine.KindADL:
+		return c + 6
+	case v.Kind == engine.KindLiquidation:
+		return c + 8
+	}
+	return c + 2
+}
+
 // appendAvgPrice appends the average fill price of an order that executed
 // q for quote (0 when nothing executed), with the contract's price
 // decimals, rounded to the nearest unit of the last one.
@@ -46,6 +61,8 @@ func appendCtOrder(dst []byte, k *contract, v *engine.OrderView) []byte {
 	dst = append(dst, name(posSideNames[:], int(v.Pos))...)
 	dst = append(dst, `","type":"`...)
 	dst = append(dst, name(typeNames[:], int(v.Type))...)
+	dst = append(dst, `","typeCode":"`...)
+	dst = appendInt(dst, ctTypeCode(v))
 	dst = append(dst, `","timeInForce":"`...)
 	dst = append(dst, name(tifNames[:], int(v.TIF))...)
 	dst = append(dst, `","price":"`...)

@@ -262,6 +262,10 @@ type PositionView struct {
 	Funding   Amount // cumulative funding received (negative: paid)
 	CreatedMs int64
 	UpdatedMs int64
+	// LiqPrice is the mark at which the position's unit is liquidated
+	// (docs/DESIGN.md, "Liquidation"; for a cross account in several
+	// contracts, with the other marks as they are); 0: none.
+	LiqPrice Price
 }
 
 // opens reports whether o opens (or adds to) a position: BUY LONG, SELL SHORT.
@@ -742,7 +746,9 @@ func (e *Engine) Positions(u UserIdx, id MarketID, dst []PositionView) []Positio
 		}
 		for i := range a.pos {
 			if a.pos[i].size > 0 {
-				dst = append(dst, a.view(m, u, e.acc.UID(u), PosSide(i+1)))
+				v := a.view(m, u, e.acc.UID(u), PosSide(i+1))
+				v.LiqPrice = e.liqPrice(m, u, a, PosSide(i+1))
+				dst = append(dst, v)
 			}
 		}
 	}

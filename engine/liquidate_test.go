@@ -48,6 +48,9 @@ func TestLiquidationIsolatedTakeover(t *testing.T) {
 	w := liqWorld(t, engine.Isolated, "45100")
 	w.deposit(2, "1000")
 	// underwater when 500 + N - 5000 <= 0.005 N: mark <= 45226.1
+	if lp := w.position(10, engine.Long).LiqPrice; lp != w.price("45226.1") {
+		t.Fatalf("liquidation price %d", lp)
+	}
 	w.ok(w.order(11, engine.Sell, engine.Short, "45300", "0.01")) // no bid there: rests, mark = last 50000
 	if len(w.kinds(engine.KindLiquidation)) != 0 {
 		t.Fatal("liquidated above the trigger")
@@ -119,6 +122,9 @@ func TestLiquidationCross(t *testing.T) {
 	w := liqWorld(t, engine.Cross, "40100")
 	// D = 997; underwater when 997 + N - 5000 <= 0.005 N: mark <= 40231.1;
 	// bankruptcy ceil((5000 - 997) / 0.1) = 40030.0
+	if lp := w.position(10, engine.Long).LiqPrice; lp != w.price("40231.1") {
+		t.Fatalf("liquidation price %d", lp)
+	}
 	w.ok(w.order(11, engine.Sell, engine.Short, "40300", "0.01"))
 	w.ok(engine.Cmd{Kind: engine.CmdCancelAll, UID: 11})
 	if len(w.kinds(engine.KindLiquidation)) != 0 {
@@ -155,6 +161,9 @@ func TestLiquidationShortRising(t *testing.T) {
 	w.ok(w.order(10, engine.Sell, engine.Short, "50000", "0.1"))
 	// underwater when 500 + 5000 - N <= 0.005 N: mark >= 54726.4;
 	// bankruptcy floor((5000 + 500) / 0.1) = 55000.0
+	if lp := w.position(10, engine.Short).LiqPrice; lp != w.price("54726.4") {
+		t.Fatalf("liquidation price %d", lp)
+	}
 	w.ok(w.order(12, engine.Sell, engine.Short, "54800", "0.05"))
 	w.ok(w.order(11, engine.Buy, engine.Long, "54700", "0.01")) // rests below the ask: mark = median(54700, 54800, 50000)
 	if len(w.kinds(engine.KindLiquidation)) != 0 {

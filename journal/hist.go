@@ -325,7 +325,7 @@ func generatedCID(o *engine.OrderView) bool { return o.ClientID.N == 0 }
 // appendOrder appends o relative to a block's first order id and time.
 func appendOrder(d []byte, o *engine.OrderView, first, timeMs int64) []byte {
 	d = binary.AppendVarint(d, (o.OrderID-first)>>10)
-	d = append(d, byte(o.Side)|byte(o.Pos)<<4, byte(o.Type), byte(o.TIF), byte(o.Status)) // Pos: contract orders
+	d = append(d, byte(o.Side)|byte(o.Pos)<<4|byte(o.Kind)<<6, byte(o.Type), byte(o.TIF), byte(o.Status)) // Pos, Kind: contract orders
 	d = binary.AppendVarint(d, int64(o.Price))
 	d = binary.AppendVarint(d, int64(o.OrigQty))
 	d = binary.AppendVarint(d, int64(o.ExecutedQty))
@@ -473,7 +473,7 @@ func (r *reader) order(o *engine.OrderView, uid int64, user engine.UserIdx, m en
 	*o = engine.OrderView{UID: uid, User: user, Market: m}
 	o.OrderID = first + r.varint()<<10
 	sp := r.byte1()
-	o.Side, o.Pos = engine.Side(sp&15), engine.PosSide(sp>>4)
+	o.Side, o.Pos, o.Kind = engine.Side(sp&15), engine.PosSide(sp>>4&3), engine.OrderKind(sp>>6)
 	o.Type, o.TIF, o.Status = engine.OrderType(r.byte1()), engine.TIF(r.byte1()), engine.Status(r.byte1())
 	o.Price = engine.Price(r.varint())
 	o.OrigQty = engine.Qty(r.varint())
