@@ -385,8 +385,31 @@ func TestCrash(t *testing.T) {
 	if positions == 0 || funded == 0 {
 		t.Fatalf("the load opened no contract position (%d) or funded no futures wallet (%d)", positions, funded)
 	}
-	t.Logf("%d kills in %v: %d commands sent, %d acknowledged, %d journaled, last seqs %v; %d positions, %d futures wallets at the end",
-		iters, time.Since(t0).Round(time.Millisecond), len(log.sent), len(log.acked), len(tags), seqs[:3], positions, funded)
+	// and liquidated some: their orders are in the history replay rebuilt
+	n, err := openNode(crashOptions(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	liquidations := 0
+	for u := 0; u < st.Accounts.NumUsers(); u++ {
+		os, err := n.AllOrders(engine.UserIdx(u), st.Accounts.UID(engine.UserIdx(u)), crashContract, 0, maxTime, 0, 1<<30, deadline(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range os {
+			if o.Kind == engine.KindLiquidation && o.Status == engine.StatusFilled {
+				liquidations++
+			}
+		}
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if liquidations == 0 {
+		t.Fatal("the load liquidated no position")
+	}
+	t.Logf("%d kills in %v: %d commands sent, %d acknowledged, %d journaled, last seqs %v; %d positions, %d futures wallets, %d liquidation orders at the end",
+		iters, time.Since(t0).Round(time.Millisecond), len(log.sent), len(log.acked), len(tags), seqs[:3], positions, funded, liquidations)
 }
 
 // TestCrashCheckerCatchesEarlyAck runs the deliberately broken variant
