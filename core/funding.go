@@ -26,6 +26,8 @@ const minuteMs = 60_000
 // premiums are one contract's samples of the current interval.
 type premiums struct {
 	sum, n   int64
+	ended    int64 // the funding time whose interval avg holds (0: none pending)
+	avg      int64
 	index    engine.Price // the last index sampled
 	sampled  int64        // the last minute sampled
 	funded   int64        // the last funding time submitted
@@ -77,15 +79,23 @@ func (n *Node) funder() {
 			n.premMu.Unlock()
 			interval := int64(s.FundingHours) * 3_600_000
 			if at := now / interval * interval; at > p.funded {
-				var avg int64
-				if p.n > 0 {
-					avg = p.sum / p.n
+				if p.ended != at { // the interval ended: its samples are this funding's
+					p.ended, p.avg = at, 0
+					if p.n > 0 {
+						p.avg = p.sum / p.n
+					}
+					p.sum, p.n = 0, 0
 				}
-				c := engine.Cmd{Kind: engine.CmdFunding, Market: s.ID, OrderID: at, Amount: engine.Amount(avg), Price: p.index}
-				if !n.timerCmd(c, s) {
+				// a follower is refused until it leads: then it funds the
+				// interval its leader did not (the engine refuses it if it did)
+				c := engine.Cmd{Kind: engine.CmdFunding, Market: s.ID, OrderID: at, Amount: engine.Amount(p.avg), Price: p.index}
+				cont, done := n.timerCmd(c, s)
+				if !cont {
 					return
 				}
-				p.funded, p.sum, p.n = at, 0, 0
+				if done {
+					p.funded = at
+				}
 			}
 			if at := now / minuteMs * minuteMs; at > p.sampled {
 				mark, idx := n.markPrice(s), engine.Price(0)
@@ -138,9 +148,10 @@ func (n *Node) markPrice(s *engine.MarketSpec) engine.Price {
 	return x[1]
 }
 
-// timerCmd submits c and waits for it; it reports false when the node is
-// closing. A refusal (a time already passed) is success: it was done.
-func (n *Node) timerCmd(c engine.Cmd, s *engine.MarketSpec) bool {
+// timerCmd submits c and waits for it; cont is false when the node is
+// closing, done when c was applied or refused as done already (a time
+// passed) or may still be (no answer in time).
+func (n *Node) timerCmd(c engine.Cmd, s *engine.MarketSpec) (cont, done bool) {
 	r := AcquireRequest()
 	r.Cmd = c
 	if err := n.Submit(r); err != nil {
@@ -150,16 +161,16 @@ func (n *Node) timerCmd(c engine.Cmd, s *engine.MarketSpec) bool {
 		if !errors.Is(err, ErrClosed) && !errors.Is(err, ErrNotLeader) {
 			n.log.Warn("core: funding timer: submit failed; retried next tick", "market", s.Symbol, "err", err.Error())
 		}
-		return !errors.Is(err, ErrClosed)
+		return !errors.Is(err, ErrClosed), false
 	}
 	if err := r.Wait(time.Now().Add(time.Minute)); err != nil {
-		return !errors.Is(err, ErrClosed) // not released: the shard may still write it
+		return !errors.Is(err, ErrClosed), true // not released: the shard may still write it
 	}
 	if r.Out.Reject == engine.OK {
 		n.log.Info("core: funding settled", "market", s.Symbol, "atMs", c.OrderID, "avgPremium", int64(c.Amount))
 	}
 	ReleaseRequest(r)
-	return true
+	return true, true
 }
 
 // spotMarket returns the spot market named sym, or nil.
