@@ -175,13 +175,121 @@ func (bn *bench) replayCt(cmds []engine.Cmd) (trades int) {
 // BenchmarkMixedContracts: one command of the mixed stream with 30%
 // contract commands per op, as BenchmarkMixed measures it (the stream
 // generated ahead by a second, identical world, in chunks, untimed).
-func BenchmarkMixedContracts(b *testing.B) {
+func BenchmarkMixedContracts(b *testing.B) { benchMixedCt(b, false) }
+
+// BenchmarkMixedContractsRisk: BenchmarkMixedContracts's stream over an
+// engine that also holds riskPositions open positions and riskPlans
+// resting take-profit and stop-loss plans in the stream's contract (issue
+// #46: "checking plans and liquidations costs the engine's mixed stream
+// (with 10,000 resting plans and 10,000 open positions) at most 1.2x the
+// contract stream without them per command"). Compare the two with
+//
+//	go test -run '^$' -bench 'MixedContracts' -benchmem -count 6 ./engine/
+//
+// The positions belong to riskPositions more users, leveraged 2x-10x,
+// cross and isolated, opened in pairs at the stream's price, funded so
+// that their liquidation prices lie 9% or more away (cross ones too:
+// every unit has a trigger in the contract's heaps); each has one plan,
+// a take-profit or stop-loss on the last or the mark price, at market or
+// a limit, triggering 15% or more away. Neither fires during the stream:
+// the benchmark checks that every position is still there, untouched.
+func BenchmarkMixedContractsRisk(b *testing.B) { benchMixedCt(b, true) }
+
+const (
+	riskPositions = 10_000
+	riskPlans     = 10_000 // one per position
+)
+
+// riskSetup opens bn's riskPositions positions and their plans in
+// ContractBase, and returns their users.
+func riskSetup(tb testing.TB, bn *bench) []engine.UserIdx {
+	led := bn.cl.Ledger
+	must := func(c engine.Cmd) {
+		bn.apply(led, c)
+		out := &bn.out
+		if c.Market >= engine.ContractBase {
+			out = &bn.ctOut
+		}
+		if out.Reject != engine.OK {
+			tb.Fatalf("risk setup: %s: %v", fmtCmd(&c), out.Reject)
+		}
+	}
+	spec := led.Markets()[0]
+	users := make([]engine.UserIdx, riskPositions)
+	levs := [...]int64{2, 3, 5, 10}
+	for i := range users {
+		uid := int64(1_000_000 + i)
+		users[i] = engine.UserIdx(bn.cl.Acc.NumUsers())
+		must(engine.Cmd{Kind: engine.CmdAddUser, UID: uid})
+		u := users[i]
+		lev := levs[i/2%len(levs)]
+		q := engine.Qty(10 + i/2*7919%990) // 0.001-0.1 BTC, the same for both of a pair
+		n := engine.Amount(int64(ctBenchMid) * int64(q) * int64(spec.QuotePerTickStep))
+		// margin, fee and a tenth of the notional: a cross account's
+		// liquidation is about 11% away, an isolated position's 9.5% (10x)
+		// or more
+		must(engine.Cmd{Kind: engine.CmdDeposit, UID: uid, User: u, Coin: engine.CoinID(0) | engine.Futures, Amount: n/engine.Amount(lev) + n/10 + n/100})
+		if i%4 >= 2 {
+			must(engine.Cmd{Kind: engine.CmdMarginMode, UID: uid, User: u, Market: engine.ContractBase, Mode: engine.Isolated})
+		}
+		must(engine.Cmd{Kind: engine.CmdLeverage, UID: uid, User: u, Market: engine.ContractBase, Amount: engine.Amount(lev)})
+		c := engine.Cmd{Kind: engine.CmdPlace, UID: uid, User: u, Market: engine.ContractBase, Type: engine.Limit, Price: ctBenchMid, Qty: q}
+		if i%2 == 0 { // the first of a pair rests a LONG open, the second takes it with a SHORT
+			c.Side, c.Pos, c.TIF = engine.Buy, engine.Long, engine.GTC
+		} else {
+			c.Side, c.Pos, c.TIF = engine.Sell, engine.Short, engine.IOC
+		}
+		must(c)
+		if i%2 == 1 && (len(bn.ctOut.Trades) != 1 || bn.ctOut.Trades[0].Qty != q) {
+			tb.Fatalf("risk setup: pair %d did not trade: %+v", i/2, bn.ctOut.Trades)
+		}
+	}
+	for i, u := range users {
+		pos := engine.Long + engine.PosSide(i%2)
+		// LONG: take-profit 15% or more above, stop-loss 15% or more
+		// below (beyond its liquidation price: never reached); a SHORT the
+		// other way round
+		kind := engine.PlanTakeProfit + uint8(i/2%2)
+		up := (kind == engine.PlanTakeProfit) == (pos == engine.Long)
+		far := engine.Price(ctBenchMid*15/100 + i%1000)
+		trigger := ctBenchMid - far
+		if up {
+			trigger = ctBenchMid + far
+		}
+		c := engine.Cmd{Kind: engine.CmdPlan, UID: 1_000_000 + int64(i), User: u, Market: engine.ContractBase, Pos: pos, PlanKind: kind,
+			Price: trigger, TrigMark: uint8(i / 4 % 2)}
+		if i/8%2 == 1 {
+			c.Exec = trigger // a limit close at the trigger
+		}
+		must(c)
+	}
+	return users
+}
+
+// checkRiskSetup checks that the stream left riskSetup's positions alone:
+// none liquidated, none closed by a plan (a limit close would be working).
+func checkRiskSetup(tb testing.TB, bn *bench, users []engine.UserIdx) {
+	var ps []engine.PositionView
+	for i, u := range users {
+		ps = bn.cl.Ledger.Positions(u, engine.ContractBase, ps[:0])
+		if len(ps) != 1 || ps[0].Side != engine.Long+engine.PosSide(i%2) || ps[0].Closing != 0 {
+			tb.Fatalf("risk user %d's position changed during the stream: %+v", i, ps)
+		}
+	}
+}
+
+func benchMixedCt(b *testing.B, risk bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	room := max(mixedWarmChunk, min(b.N, mixedChunk))
 	var cmds []engine.Cmd
 	cmds = make([]engine.Cmd, 0, room)
 	gen, run := newCtBench(b, 1000), newCtBench(b, 1000)
+	var riskUsers []engine.UserIdx
+	if risk { // the same on both, before the stream is recorded
+		riskUsers = riskSetup(b, gen)
+		riskSetup(b, run)
+	}
 	gen.rec = &cmds
 	mc := mixedCtOn(gen, 10_000, 3_000)
 	run.replayCt(cmds)
@@ -218,6 +326,10 @@ func BenchmarkMixedContracts(b *testing.B) {
 	b.ReportMetric(float64(run.cl.Ledger.WorkingOrders()), "ct-resting")
 	b.ReportMetric(float64(trades)/float64(b.N), "trades/op")
 	b.ReportMetric(float64(mc.hits+mc.mx.hits)/float64(max(mc.cancels+mc.mx.cancels, 1)), "cancel-hit-rate")
+	if risk {
+		checkRiskSetup(b, run, riskUsers)
+		b.ReportMetric(float64(run.cl.Ledger.OpenPositions()), "positions")
+	}
 }
 
 // TestMixedContractsStreamInvariants runs the benchmark's stream for a
