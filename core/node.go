@@ -56,7 +56,8 @@ type Options struct {
 	// Markets are the configured markets' rules (nil: keep the journal's).
 	// Open changes the rules of every market whose configured rules differ
 	// from those its journal last set, with a CmdSetRules each, so that the
-	// change is journaled at one sequence number and replays.
+	// change is journaled at one sequence number and replays (a replicated
+	// member does it once it leads; followers apply the leader's).
 	Markets []*engine.MarketSpec
 
 	// Clock is the exchange's clock in Unix milliseconds (nil: the
@@ -198,18 +199,24 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 		go n.scrubber()
 	}
 	store.Serving(true)
-	for _, spec := range o.Markets {
-		if spec == nil || n.repl != nil { // replicated: rules changes are not wired yet
-			continue
-		}
-		if cur := n.rulesOf(spec.ID); cur == nil || *cur == *spec {
-			continue
-		}
-		if err := n.SetRules(spec, time.Now().Add(30*time.Second)); err != nil {
+	if n.repl == nil {
+		if err := n.configRules(); err != nil {
 			n.Close()
-			return nil, fmt.Errorf("core: rules of %s: %w", spec.Symbol, err)
+			return nil, err
 		}
-		n.log.Info("core: market rules changed", "market", spec.Symbol)
+	} else { // a member changes them once it leads: the leader's CmdSetRules replicates
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			select {
+			case <-n.WritableCh():
+			case <-n.stopSnap:
+				return
+			}
+			if err := n.configRules(); err != nil {
+				n.log.Error("core: replica: configured rules not applied", "err", err.Error())
+			}
+		}()
 	}
 	if o.SettleEvery >= 0 { // after the rules: settlement reads the markets' specs
 		n.wg.Add(2)
@@ -219,9 +226,28 @@ func Open(store *journal.Store, st *journal.State, o Options) (*Node, error) {
 	return n, nil
 }
 
-// rulesOf returns the rules market m runs under now. Only Open changes
-// rules (each on its market's shard), so this read outside the shards is
-// safe during Open's own calls and once Open has returned.
+// configRules changes the rules of every market whose configured rules
+// (Options.Markets) differ from those it runs under.
+func (n *Node) configRules() error {
+	for _, spec := range n.opt.Markets {
+		if spec == nil {
+			continue
+		}
+		if cur := n.rulesOf(spec.ID); cur == nil || *cur == *spec {
+			continue
+		}
+		if err := n.SetRules(spec, time.Now().Add(30*time.Second)); err != nil {
+			return fmt.Errorf("core: rules of %s: %w", spec.Symbol, err)
+		}
+		n.log.Info("core: market rules changed", "market", spec.Symbol)
+	}
+	return nil
+}
+
+// rulesOf returns the rules market m runs under now. Only configRules
+// changes rules (each on its market's shard; a replicated member once it
+// leads, when no replayed entry changes them any more), so this read
+// outside the shards is safe in configRules and once it has returned.
 func (n *Node) rulesOf(m engine.MarketID) *engine.MarketSpec {
 	if int(m) >= len(n.st.Markets) {
 		return nil
