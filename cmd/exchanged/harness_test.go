@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,12 +49,42 @@ type server struct {
 	dataDir   string
 	rest      string // http://127.0.0.1:port
 	admin     string
-	log       *bytes.Buffer
+	log       *logBuf
 	exited    chan error
 	extraArgs []string
 }
 
 var readyRE = regexp.MustCompile(`ready rest=(\S+) admin=(\S+)`)
+
+// logBuf is a server's stderr, written by its reader while tests read it.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) WriteString(s string) {
+	l.mu.Lock()
+	l.b.WriteString(s)
+	l.mu.Unlock()
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitLog waits until the server's log holds text.
+func (s *server) waitLog(t *testing.T, text string, within time.Duration) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for !strings.Contains(s.log.String(), text) {
+		if time.Now().After(end) {
+			t.Fatalf("no %q in the log after %v\n%s", text, within, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // startServer starts the binary on free loopback ports with the test config.
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
@@ -76,7 +107,7 @@ func startServerConfig(t *testing.T, config, dataDir string, extra ...string) *s
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, cmd: cmd, dataDir: dataDir, log: &bytes.Buffer{}, exited: make(chan error, 1), extraArgs: extra}
+	s := &server{t: t, cmd: cmd, dataDir: dataDir, log: &logBuf{}, exited: make(chan error, 1), extraArgs: extra}
 	ready := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -84,7 +115,10 @@ func startServerConfig(t *testing.T, config, dataDir string, extra ...string) *s
 			line := sc.Text()
 			s.log.WriteString(line + "\n")
 			if m := readyRE.FindStringSubmatch(line); m != nil {
-				ready <- [2]string{m[1], m[2]}
+				select { // a member that rebuilt in place is ready again
+				case ready <- [2]string{m[1], m[2]}:
+				default:
+				}
 			}
 		}
 		s.exited <- cmd.Wait()

@@ -47,6 +47,7 @@ func run() int {
 	raftKeep := flag.Uint64("raft-keep", 0, "replication: raft entries kept behind a snapshot (0: 1000)")
 	snapshotEvery := flag.Int("snapshot-every", 0, "commands between snapshots (0: 2,000,000); replicated, each is also the raft snapshot")
 	replicaSecret := flag.String("replica-secret", "", "replication: the members' shared secret, at least 16 bytes (default: $EXCHANGED_REPLICA_SECRET)")
+	rebuild := flag.String("rebuild", "exec", "replication: how a member that was deposed or installed the leader's snapshot rebuilds from what is durable: exec (re-executes itself, same pid and flags) or exit (status 75, for a supervisor)")
 	sysmonPoll := flag.Bool("sysmon-poll", true, "re-execute once with GODEBUG="+sysmonSetting+" so that Go's sysmon polls instead of sleeping deeply between requests (less CPU under load, a little more when idle)")
 	flag.Parse()
 
@@ -132,6 +133,21 @@ func run() int {
 	if replOpt != nil {
 		replOpt.CompactKeep = *raftKeep
 	}
+	if *rebuild != "exec" && *rebuild != "exit" {
+		return fail("invalid flag", "flag", "-rebuild", "value", *rebuild, "err", "want exec or exit")
+	}
+	// restart rebuilds the process from the journal and the committed log:
+	// re-executed in place, or by the supervisor it exits to.
+	restart := func(msg string) int {
+		if *rebuild == "exec" {
+			logger.Warn(msg+"; rebuilding in place: re-executing", "pid", os.Getpid())
+			err := reexec()
+			logger.Error("re-execution failed; exiting for the supervisor", "err", err, "status", exitRestart)
+			return exitRestart
+		}
+		logger.Warn(msg+"; exiting for the supervisor to restart", "status", exitRestart)
+		return exitRestart
+	}
 	s, err := edge.New(edge.Options{Config: cfg, AdminToken: *adminToken, RecvWindow: *recvWindow, Logger: logger,
 		MaxConns: *maxConns, MaxConnsPerIP: *maxConnsPerIP, DevClock: clock, LeaderREST: leaderREST})
 	if err != nil {
@@ -151,8 +167,7 @@ func run() int {
 	if err != nil {
 		s.Shutdown(5 * time.Second)
 		if errors.Is(err, core.ErrRestart) { // replicated: a snapshot from the leader to load
-			logger.Warn("exiting to load the snapshot installed from the leader", "status", exitRestart)
-			return exitRestart
+			return restart("a snapshot installed from the leader is to be loaded")
 		}
 		return fail("start", "err", err)
 	}
@@ -187,12 +202,12 @@ func run() int {
 		status = exitRestart
 	case <-node.Deposed():
 		// A replicated node that led and lost its leadership (or could
-		// not commit): its memory may hold commands the group never
-		// committed. Exit at once, as a crash would, for the supervisor
-		// to restart it: it rebuilds from the journal and the committed
-		// log and rejoins as a follower.
-		logger.Error("exiting: no longer the leader; restart to rebuild from the committed log", "status", exitRestart)
-		return exitRestart
+		// not commit, or installed a snapshot): its memory may hold
+		// commands the group never committed. It starts over at once,
+		// as after a crash: it rebuilds from the journal and the
+		// committed log, which hold nothing uncommitted, and rejoins as a
+		// follower.
+		return restart("no longer the leader (or a snapshot was installed)")
 	}
 	s.Shutdown(30 * time.Second)
 	if err := node.Close(); err != nil {

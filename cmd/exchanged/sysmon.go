@@ -53,6 +53,17 @@ func reexecForSysmon() error {
 	return syscall.Exec(exe, os.Args, env)
 }
 
+// reexec replaces the process with a fresh run of the same executable,
+// flags and environment (the same pid): files and listeners close on
+// exec, so the new run opens them as a restarted process would.
+func reexec() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(exe, os.Args, os.Environ())
+}
+
 // sysmonState describes for the start-up log what the process runs with:
 // whether it was re-executed with sysmonSetting (GODEBUG begins with it)
 // and the GODEBUG it has.
