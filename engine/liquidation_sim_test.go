@@ -88,11 +88,12 @@ const (
 	// order, position and wallet: ~1.5 ms here), too slow for all ~21,000
 	// commands. It runs after every command that liquidated or
 	// auto-deleveraged, after every command of the crash phase except the
-	// market makers' re-quotes (cancels and passive orders, 40% of the
-	// phase: after every quietEvery-th of those), and during the setup
-	// (opens at the price of the moment) after every setupEvery-th
-	// command. This test's own checks (ownChecks: ~0.25 ms) run with it,
-	// and after every command of the crash phase.
+	// quiet ones (after every quietEvery-th of those): the market makers'
+	// re-quotes (cancels and passive orders, 40% of the phase), and
+	// deposits and settings (late users' before their opens); and during
+	// the setup (opens at the price of the moment) after every
+	// setupEvery-th command. This test's own checks (ownChecks: ~0.25 ms)
+	// run with it, and after every command of the crash phase.
 	setupEvery = 64
 	quietEvery = 8
 )
@@ -275,7 +276,12 @@ func (s *liqSim) apply(c engine.Cmd) engine.Reject {
 		s.stats.rejects[s.out.Reject]++
 	}
 	s.since++
-	if d.liq > 0 || s.since >= s.every {
+	every := s.every
+	switch c.Kind {
+	case engine.CmdAddUser, engine.CmdDeposit, engine.CmdLeverage, engine.CmdMarginMode: // cannot put anyone underwater
+		every = max(every, quietEvery)
+	}
+	if d.liq > 0 || s.since >= every {
 		s.check(&c)
 	} else if s.ownEvery {
 		if err := s.ownChecks(); err != nil {
