@@ -10,7 +10,7 @@ import (
 )
 
 // The differential test of contracts: the contract world (the standard
-// spot markets on shards, two perpetuals on the ledger) runs a mixed
+// spot markets on shards, three perpetuals on the ledger) runs a mixed
 // stream, about 30% contract commands, through the engines and the
 // reference model (enginetest/refct.go). After every command the events
 // and rejects are compared, and every user's positions, settings in each
@@ -22,11 +22,31 @@ import (
 type ctStats struct {
 	cmds, fills, opens, closes, insurance, badDebt, crossCover int
 	transfers, levOK, modeOK, marginOK                         int
+	liquidations, takeovers, adlFills, liqIncome, liqCmds      int
 }
 
 func (s *ctStats) count(c *engine.Cmd, o *engine.Out) {
-	if c.Market >= engine.ContractBase && c.Market < engine.ContractBase+2 || c.Kind >= engine.CmdTransfer {
+	if c.Market >= engine.ContractBase || c.Kind >= engine.CmdTransfer {
 		s.cmds++
+	}
+	liq := false
+	for i := range o.Updates {
+		v := &o.Updates[i]
+		if v.Status != engine.StatusFilled {
+			continue
+		}
+		switch opens := v.Side == engine.Buy == (v.Pos == engine.Long); {
+		case v.Kind == engine.KindLiquidation && !opens:
+			s.liquidations++
+			liq = true
+		case v.Kind == engine.KindLiquidation:
+			s.takeovers++
+		case v.Kind == engine.KindADL:
+			s.adlFills++
+		}
+	}
+	if liq {
+		s.liqCmds++
 	}
 	for i := range o.Trades {
 		if o.Trades[i].TakerPos != 0 {
@@ -41,6 +61,8 @@ func (s *ctStats) count(c *engine.Cmd, o *engine.Out) {
 			s.closes++
 		case engine.BizInsurance:
 			s.insurance++
+		case engine.BizLiquidationIncome:
+			s.liqIncome++
 		}
 	}
 	if o.Reject != engine.OK {
@@ -61,9 +83,9 @@ func (s *ctStats) count(c *engine.Cmd, o *engine.Out) {
 func newCtHarness(t testing.TB, shards int) *harness {
 	coins := enginetest.Coins()
 	specs := enginetest.Specs(coins, enginetest.MarketConfigs())
-	cts := enginetest.ContractSpecs(coins, enginetest.ContractConfigs())
+	cts := enginetest.ContractSpecs(coins, enginetest.WorldContractConfigs())
 	ref := enginetest.NewRef(coins, enginetest.MarketConfigs(), enginetest.FeeUID)
-	for i, c := range enginetest.ContractConfigs() {
+	for i, c := range enginetest.WorldContractConfigs() {
 		ref.AddContract(engine.ContractBase+engine.MarketID(i), c)
 	}
 	ref.InsUID = enginetest.InsuranceUID
@@ -203,6 +225,8 @@ func (h *harness) reportCt(t *testing.T) {
 	s := &h.ctSt
 	t.Logf("contracts: %d commands, %d fills (%d open and %d close sides), %d transfers, %d leverage, %d margin-mode and %d position-margin changes accepted, %d insurance payouts, bad debt standing after %d commands",
 		s.cmds, s.fills, s.opens, s.closes, s.transfers, s.levOK, s.modeOK, s.marginOK, s.insurance, s.badDebt)
+	t.Logf("liquidations: %d positions after %d commands, %d insurance takeovers, %d ADL fills, %d liquidation_income bills",
+		s.liquidations, s.liqCmds, s.takeovers, s.adlFills, s.liqIncome)
 	if testing.Short() {
 		return
 	}
@@ -215,5 +239,9 @@ func (h *harness) reportCt(t *testing.T) {
 	}
 	if int(h.seq) > 0 && s.cmds < int(h.seq)/5 || s.fills < s.cmds/10 || s.closes < s.fills/5 || s.transfers == 0 || s.levOK == 0 || s.modeOK == 0 || s.marginOK == 0 {
 		t.Errorf("the contract part of the stream is too tame")
+	}
+	if s.liquidations < 20 || s.takeovers == 0 || s.adlFills == 0 || s.liqIncome == 0 {
+		t.Errorf("the stream liquidates too little: %d positions, %d takeovers, %d ADL fills, %d liquidation_income bills",
+			s.liquidations, s.takeovers, s.adlFills, s.liqIncome)
 	}
 }

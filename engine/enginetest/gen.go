@@ -26,6 +26,7 @@ type Gen struct {
 	contracts bool
 	ctMid     []int64 // starting price per contract, ticks
 	ctUnit    []int64 // a price step near the touch per contract, ticks
+	ctDir     []engine.Side
 }
 
 // NewGen returns a generator for ref with seed.
@@ -64,6 +65,9 @@ func (g *Gen) Setup() []engine.Cmd {
 		add(InsuranceUID, insuranceFunds) // a small fund that runs dry: then losses are bad debt
 	}
 	for i := 0; i < g.Users; i++ {
+		if g.contracts {
+			fut = userFutures(engine.UserIdx(len(g.uids)))
+		}
 		add(10_000+int64(i), fut)
 	}
 	return cs

@@ -16,21 +16,43 @@ var futuresFunds = []engine.Amount{500_000_000_000, 2_000_000_000, 0}
 // the insurance account's: 200 USDT, 0.005 BTC
 var insuranceFunds = []engine.Amount{200_000_000, 500_000, 0}
 
+// thin reports whether trading user u is one whose futures wallets are
+// small next to the positions it may hold: one in two, so that cross
+// accounts, not only isolated positions, go underwater.
+func thin(u engine.UserIdx) bool { return u >= 2 && u%2 == 1 }
+
+// userFutures returns the futures wallets user u starts with: 1/400 of
+// futuresFunds when thin.
+func userFutures(u engine.UserIdx) []engine.Amount {
+	if !thin(u) {
+		return futuresFunds
+	}
+	f := make([]engine.Amount, len(futuresFunds))
+	for i, x := range futuresFunds {
+		f[i] = x / 400
+	}
+	return f
+}
+
 // NewContractGen returns a generator for the contract world (a Ref with
-// the contracts of ContractConfigs and a NewContractCluster): about
+// the contracts of WorldContractConfigs and a NewContractCluster): about
 // ContractShare% of its commands are contract commands: opens and closes
 // on both sides, limit (every time in force) and market, near the touch
 // and deep; cancels; leverage and margin-mode changes (many refused: a
 // position or orders exist, or the value is out of range); isolated
 // margin moves; transfers both ways (some too large); deposits into and
 // withdrawals from futures wallets; and invalid contract commands. The
-// rest is NewGen's spot stream.
+// rest is NewGen's spot stream. Liquidations are frequent: shocks trend,
+// leverages go to the maximum, one user in two has thin futures wallets,
+// and the insurance fund is now and then emptied or funded (takeovers
+// and auto-deleveraging both happen).
 func NewContractGen(seed uint64, ref *Ref, users int) *Gen {
 	g := NewGen(seed, ref, users)
 	g.contracts = true
-	// BTCUSDT perpetual at 30000 (tick 0.5), ETHBTC perpetual at 0.06
-	g.ctMid = []int64{60_000, 6_000}
-	g.ctUnit = []int64{8, 2}
+	// BTCUSDT perpetual at 30000 (tick 0.5), ETHBTC at 0.06, ETHUSDT at 2000
+	g.ctMid = []int64{60_000, 6_000, 200_000}
+	g.ctUnit = []int64{8, 2, 30}
+	g.ctDir = []engine.Side{engine.Buy, engine.Sell, engine.Buy}
 	return g
 }
 
@@ -167,21 +189,35 @@ func (g *Gen) nextContract() engine.Cmd {
 	c := engine.Cmd{User: u, UID: uid, Market: m.ID}
 	bid, ask, anchor := g.touch(m)
 	switch k := g.R.IntN(1000); {
-	case k < 12: // a shock: a large IOC open to the band's edge moves the price by several percent
+	case k < 70: // a shock: a large open to the band's edge moves the price by several percent
 		c.Kind, c.Type, c.TIF = engine.CmdPlace, engine.Limit, engine.IOC
+		if g.R.IntN(2) == 0 {
+			c.TIF = engine.GTC // what is left rests at the edge: the touch moves there
+		}
 		if v, ok := g.idle(m, false); ok && g.R.IntN(4) != 0 {
 			g.as(&c, v)
 		}
-		c.Side, c.Pos = engine.Buy, engine.Long
-		band := m.buyBand
-		if g.R.IntN(2) == 0 {
-			c.Side, c.Pos, band = engine.Sell, engine.Short, m.sellBand
-		}
-		c.Qty = engine.Qty(min(m.MaxQty, m.MaxPos) * int64(6+g.R.IntN(5)) / 10)
 		last := m.Last
 		if last == 0 {
 			last = anchor
 		}
+		// shocks trend (liquidations follow), back toward the start when
+		// the price is 25% away from it
+		mid := g.ctMid[i]
+		switch {
+		case last > mid+mid/4:
+			g.ctDir[i] = engine.Sell
+		case last < mid-mid/4:
+			g.ctDir[i] = engine.Buy
+		case g.R.IntN(4) == 0:
+			g.ctDir[i] = engine.Buy + engine.Sell - g.ctDir[i]
+		}
+		c.Side, c.Pos = engine.Buy, engine.Long
+		band := m.buyBand
+		if g.ctDir[i] == engine.Sell {
+			c.Side, c.Pos, band = engine.Sell, engine.Short, m.sellBand
+		}
+		c.Qty = engine.Qty(min(m.MaxQty, m.MaxPos) * int64(6+g.R.IntN(5)) / 10)
 		edge := new(big.Rat).Mul(new(big.Rat).SetInt64(last), band)
 		if c.Side == engine.Buy {
 			c.Price = engine.Price(last + floorRat(edge).Int64())
@@ -270,6 +306,9 @@ func (g *Gen) nextContract() engine.Cmd {
 		c.Amount = funds[c.Coin] / engine.Amount(2+g.R.IntN(40))
 		if g.R.IntN(2) == 0 {
 			c.Coin |= engine.Futures // into futures
+			if thin(u) {
+				c.Amount /= 200
+			}
 		}
 		if g.R.IntN(12) == 0 {
 			c.Amount *= 200
@@ -279,7 +318,7 @@ func (g *Gen) nextContract() engine.Cmd {
 		}
 	case k < 750: // a futures deposit, some for the insurance account
 		c.Kind, c.Coin = engine.CmdDeposit, engine.CoinID(g.R.IntN(2))|engine.Futures
-		c.Amount = futuresFunds[c.Coin.Spot()] / engine.Amount(1+g.R.IntN(40))
+		c.Amount = userFutures(u)[c.Coin.Spot()] / engine.Amount(1+g.R.IntN(40))
 		if g.R.IntN(16) == 0 {
 			g.as(&c, 1) // the insurance account, a little now and then
 			c.Amount /= 5000
@@ -299,6 +338,9 @@ func (g *Gen) nextContract() engine.Cmd {
 		}
 		levs := []int64{1, 2, 3, 5, 10, 20, 25, 50, 75, 100}
 		c.Amount = engine.Amount(levs[g.R.IntN(len(levs))])
+		if g.R.IntN(2) == 0 {
+			c.Amount = engine.Amount(m.MaxLev)
+		}
 		c.Pos = engine.PosSide(g.R.IntN(3)) // 0: both
 	case k < 895: // margin mode: half of them by a user without positions and orders
 		c.Kind = engine.CmdMarginMode
@@ -341,6 +383,14 @@ func (g *Gen) nextContract() engine.Cmd {
 			}
 		} else {
 			c.Amount = engine.Amount(1 + g.R.Int64N(1000))
+		}
+	case k < 962: // the insurance fund: emptied into spot, or funded
+		g.as(&c, 1)
+		c.Kind, c.Coin = engine.CmdTransfer, m.Margin.Spot()
+		c.Amount = engine.Amount(g.Ref.cell(1, m.Margin).Avail)
+		if c.Amount == 0 || g.R.IntN(2) == 0 {
+			c.Kind, c.Coin = engine.CmdDeposit, m.Margin
+			c.Amount = futuresFunds[m.Margin.Spot()] / engine.Amount(5+g.R.IntN(20))
 		}
 	default:
 		g.invalidContract(&c, m, anchor)

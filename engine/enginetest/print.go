@@ -62,6 +62,12 @@ func (p *Printer) View(b []byte, v *engine.OrderView) []byte {
 	b = append(b, name(tifNames, v.TIF)...)
 	b = append(b, ' ')
 	b = append(b, name(statusNames, v.Status)...)
+	switch v.Kind {
+	case engine.KindLiquidation:
+		b = append(b, " LIQUIDATION"...)
+	case engine.KindADL:
+		b = append(b, " ADL"...)
+	}
 	b = append(b, " price="...)
 	b = s.AppendPrice(b, v.Price)
 	b = append(b, " qty="...)

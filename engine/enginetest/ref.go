@@ -112,6 +112,7 @@ type RefMarket struct {
 	BadDebt        int64
 	Plans          []*RefPlan // refplan.go
 	NextPlan       int64
+	mmr            *big.Rat // the maintenance margin rate (refliq.go)
 }
 
 // RefOrder is a working order (or the incoming order while it matches).
@@ -130,10 +131,11 @@ type RefOrder struct {
 	TimeMs   int64
 	UpdateMs int64
 	CID      string
-	Pos      engine.PosSide // contract orders: the position side
-	Lev      int32          // contract orders: the leverage at placement
-	TP, SL   int64          // contract opens: preset take-profit and stop-loss prices (0: none)
-	Mark     uint8          // which presets trigger on the mark price
+	Pos      engine.PosSide   // contract orders: the position side
+	Lev      int32            // contract orders: the leverage at placement
+	TP, SL   int64            // contract opens: preset take-profit and stop-loss prices (0: none)
+	Mark     uint8            // which presets trigger on the mark price
+	Kind     engine.OrderKind // liquidation, takeover and ADL orders (refliq.go)
 }
 
 func rat(s string) *big.Rat {
@@ -408,6 +410,9 @@ func (r *Ref) Apply(c engine.Cmd, seq uint64, timeMs int64, shard int, out *engi
 	if m := r.Market(c.Market); m != nil && m.Contract && len(m.Plans) > 0 {
 		r.firePlans(m)
 	}
+	if len(r.Contracts) > 0 {
+		r.liquidateAll()
+	}
 }
 
 func (r *Ref) addUser(c *engine.Cmd) engine.Reject {
@@ -527,7 +532,7 @@ func (r *Ref) view(m *RefMarket, o *RefOrder) engine.OrderView {
 	v := engine.OrderView{OrderID: o.ID, UID: r.Users[o.User].UID, User: o.User, Market: m.ID, Side: o.Side,
 		Type: o.Type, TIF: o.TIF, Status: o.Status, Price: engine.Price(o.Price), OrigQty: engine.Qty(o.Qty),
 		ExecutedQty: engine.Qty(o.Filled), CumQuote: engine.Amount(o.CumQuote), TimeMs: o.TimeMs, UpdateTimeMs: o.UpdateMs,
-		Pos: o.Pos}
+		Pos: o.Pos, Kind: o.Kind}
 	if o.CID != generatedCID(o.ID) { // a generated id is shown, not stored
 		v.ClientID.Set([]byte(o.CID))
 	}

@@ -84,6 +84,7 @@ func (r *Ref) AddContract(id engine.MarketID, c engine.ContractConfig) {
 	mp := new(big.Rat).Quo(rat(c.MaxPositionSize), m.step)
 	m.MaxPos = ratInt(mp, c.Symbol+" maxPositionSize").Int64()
 	m.Accts = map[engine.UserIdx]*RefCtAcct{}
+	m.mmr = rat(c.MaintenanceMarginRate)
 	r.Contracts = append(r.Contracts, m)
 }
 
@@ -203,7 +204,11 @@ func (r *Ref) fillContract(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	if !ok {
 		panic("enginetest: contract fill overflows")
 	}
-	tf, tp := r.settle(m, t, q, n, m.taker)
+	rate := m.taker
+	if t.Kind == engine.KindLiquidation { // the liquidated side pays no fee
+		rate = new(big.Rat)
+	}
+	tf, tp := r.settle(m, t, q, n, rate)
 	mf, mp := r.settle(m, mk, q, n, m.maker)
 	r.feeQuote += tf + mf
 	r.feeQty += q
@@ -295,7 +300,13 @@ func (r *Ref) settle(m *RefMarket, o *RefOrder, q, n int64, rate *big.Rat) (f, p
 		ps.Realized += pnl
 		delta = pnl - f
 		if got := margin + pnl - f; got >= 0 {
-			w.Avail += got
+			if ins, ok := r.liqIncome(o); ok { // a liquidation's result is the insurance account's
+				r.cell(ins, m.Margin).Avail += got
+				defer r.bill(ins, m.Margin, engine.BizLiquidationIncome, got, 0, m.ID, q, n) // after the close's bill
+				delta -= got
+			} else {
+				w.Avail += got
+			}
 		} else {
 			delta += r.cover(m, o.User, ps, -got)
 		}
@@ -477,7 +488,8 @@ func (r *Ref) Positions(u engine.UserIdx) []engine.PositionView {
 				Mode: a.Mode, Leverage: a.Lev[i], Size: engine.Qty(p.Size), OpenValue: engine.Amount(p.OpenValue),
 				Margin: engine.Amount(p.Margin), Closing: engine.Qty(p.Closing), OpenQty: engine.Qty(p.OpenQty),
 				CloseQty: engine.Qty(p.CloseQty), OpenVal: engine.Amount(p.OpenVal), CloseVal: engine.Amount(p.CloseVal),
-				Fees: engine.Amount(p.Fees), Realized: engine.Amount(p.Realized), CreatedMs: p.CreatedMs, UpdatedMs: p.UpdatedMs})
+				Fees: engine.Amount(p.Fees), Realized: engine.Amount(p.Realized), CreatedMs: p.CreatedMs, UpdatedMs: p.UpdatedMs,
+				LiqPrice: engine.Price(r.liqPrice(m, u, engine.PosSide(i+1)))})
 		}
 	}
 	return vs

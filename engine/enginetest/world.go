@@ -99,8 +99,9 @@ func SmallSpecs(n int) []*engine.MarketSpec {
 // (NewContractCluster). It trades like any user.
 const InsuranceUID = 2
 
-// ContractConfigs returns the contract world's perpetuals, which get the
-// market ids engine.ContractBase + i. They differ on purpose: a USDT- and
+// ContractConfigs returns two perpetuals, the first of the contract
+// world's (WorldContractConfigs), which get the market ids
+// engine.ContractBase + i. They differ on purpose: a USDT- and
 // a BTC-margined contract, a tick that is not a power of ten, a zero maker
 // fee, tiny notionals where every rounding shows (ETHBTC: one tick times
 // one step is one satoshi), a position limit below the order size limit.
@@ -123,6 +124,22 @@ func ContractConfigs() []engine.ContractConfig {
 			MarketFallbackPriceRatio: "0.02", IndexSymbol: "ETHBTC", FundingIntervalHours: 8,
 			InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true},
 	}
+}
+
+// WorldContractConfigs returns the perpetuals of the contract world
+// (NewContractCluster): ContractConfigs and a second USDT-margined one, so
+// that a cross account can span two contracts.
+//
+//	id  symbol       tick  step  min   max  maxPos taker   maker  lev(min/max/def) mmr    band  fallback
+//	514 cmt_ethusdt  0.01  0.001 0.001 100  40     0.0005  0.0002 1/75/10          0.0075 0.05  0.05
+func WorldContractConfigs() []engine.ContractConfig {
+	eth := engine.ContractConfig{Symbol: "ETHUSDT", V2Symbol: "cmt_ethusdt", ContractID: 3, BaseAsset: "ETH", QuoteAsset: "USDT", MarginAsset: "USDT",
+		ContractVal: "1", TickSize: "0.01", StepSize: "0.001", MinOrderSize: "0.001", MaxOrderSize: "100", MaxPositionSize: "40",
+		MakerFeeRate: "0.0002", TakerFeeRate: "0.0005", MinLeverage: 1, MaxLeverage: 75, DefaultLeverage: 10,
+		MaintenanceMarginRate: "0.0075", BuyLimitPriceRatio: "0.05", SellLimitPriceRatio: "0.05",
+		MarketFallbackPriceRatio: "0.05", IndexSymbol: "ETHUSDT", FundingIntervalHours: 8,
+		InterestRate: "0.0001", MaxFundingRate: "0.0075", EnableTrade: true}
+	return append(ContractConfigs(), eth)
 }
 
 // ContractSpecs parses configs over coins (contract i gets the market id
@@ -165,7 +182,7 @@ type Cluster struct {
 func NewCluster(shards int) *Cluster { return newCluster(shards, false) }
 
 // NewContractCluster builds a cluster over the standard world split into
-// shards, with the contracts of ContractConfigs owned by the ledger engine
+// shards, with the contracts of WorldContractConfigs owned by the ledger engine
 // and InsuranceUID as its insurance account.
 func NewContractCluster(shards int) *Cluster { return newCluster(shards, true) }
 
@@ -187,7 +204,7 @@ func newCluster(shards int, contracts bool) *Cluster {
 	}
 	var cts []*engine.MarketSpec
 	if contracts {
-		cts = ContractSpecs(coins, ContractConfigs())
+		cts = ContractSpecs(coins, WorldContractConfigs())
 	}
 	cl.Ledger = engine.New(shards, cl.Acc, cts, FeeUID)
 	if contracts {
