@@ -775,39 +775,39 @@ func (e *Engine) checkRiskState() error {
 }
 
 // liqPrice returns the trigger of the unit u's position sd in m belongs
-// to (0: none). A cross account in several contracts gets the trigger in
-// m with the other contracts' uPnL and maintenance as they are now.
+// to (0: none), worked out from the state (the index may wait for the
+// next command after a load). A cross account in several contracts gets
+// the trigger in m with the other contracts' uPnL and maintenance as they
+// are now.
 func (e *Engine) liqPrice(m *market, u UserIdx, a *ctAcct, sd PosSide) Price {
 	rs := e.risk
 	if rs == nil {
 		return 0
 	}
-	if a.mode == Isolated {
-		return a.liq[sd].trigger * Price(b2i(a.liq[sd].at > 0))
+	s := m.spec
+	f := unitFn{qpts: s.QuotePerTickStep, mmr: s.MaintRate}
+	if p := &a.pos[sd-1]; a.mode == Isolated {
+		f.k0, f.sl = p.margin-p.openValue, p.size
+		if sd == Short {
+			f.k0, f.sl, f.ss = p.margin+p.openValue, 0, p.size
+		}
+	} else {
+		for _, g := range rs.groups {
+			if g.coin != s.Margin {
+				continue
+			}
+			// the others' equity less maintenance: all of it, less m's part
+			eq, mm, _ := e.crossEquity(g, u, nil, 0)
+			mark := m.markPrice()
+			nl := Amount(int64(mark) * int64(a.pos[0].size) * int64(s.QuotePerTickStep))
+			ns := Amount(int64(mark) * int64(a.pos[1].size) * int64(s.QuotePerTickStep))
+			eq -= nl - a.pos[0].openValue + a.pos[1].openValue - ns
+			mm -= Fee(nl+ns, s.MaintRate)
+			f.k0, f.sl, f.ss = eq-mm-a.pos[0].openValue+a.pos[1].openValue, a.pos[0].size, a.pos[1].size
+		}
 	}
-	if x := &a.liq[unitCross]; x.at > 0 {
-		return x.trigger
-	}
-	for _, g := range rs.groups {
-		if g.coin != m.spec.Margin {
-			continue
-		}
-		if _, found := slices.BinarySearch(g.multi, u); !found {
-			return 0
-		}
-		// the others: equity and maintenance without m
-		eq, mm, _ := e.crossEquity(g, u, nil, 0)
-		mark := m.markPrice()
-		s := m.spec
-		nl := Amount(int64(mark) * int64(a.pos[0].size) * int64(s.QuotePerTickStep))
-		ns := Amount(int64(mark) * int64(a.pos[1].size) * int64(s.QuotePerTickStep))
-		eq -= nl - a.pos[0].openValue + a.pos[1].openValue - ns
-		mm -= Fee(nl+ns, s.MaintRate)
-		f := unitFn{k0: eq - mm - a.pos[0].openValue + a.pos[1].openValue, sl: a.pos[0].size, ss: a.pos[1].size,
-			qpts: s.QuotePerTickStep, mmr: s.MaintRate}
-		if t, _, ok := f.trigger(); ok {
-			return t
-		}
+	if t, _, ok := f.trigger(); ok {
+		return t
 	}
 	return 0
 }

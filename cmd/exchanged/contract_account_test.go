@@ -402,10 +402,13 @@ func TestContractAccount(t *testing.T) {
 	want(t, "A's positions", pos, []ctPosition{
 		{10001<<12 | 512<<1, "USDT", "BTCUSDT", "LONG", "CROSSED", "COMBINED", "10", "0.2000", "12000.00000000", "60000.00000000",
 			"1200.00000000", "0.00000000", "0.2000", "12000.00000000", "0.0000", "7.20000000", "0.00000000", "59500.0",
-			"-100.00000000", "0", 0, 0},
+			// cross: D = 10316.6 of wallet - 400 isolated; underwater when
+			// 9916.6 + N - 12000 <= 0.005 N: p <= 10469.3
+			"-100.00000000", "10469.3", 0, 0},
 		{10001<<12 | 513<<1, "USDT", "ETHUSDT", "LONG", "ISOLATED", "COMBINED", "5", "1.000", "2000.00000000", "2000.00000000",
 			"400.00000000", "400.00000000", "1.000", "2000.00000000", "0.000", "1.20000000", "0.00000000", "2000.00",
-			"0.00000000", "0", 0, 0}})
+			// isolated: 400 + N - 2000 <= 0.005 N: p <= 1608.04
+			"0.00000000", "1608.04", 0, 0}})
 	var bpos []ctPosition
 	s.get(b, "/capi/v3/account/position/singlePosition?symbol=BTCUSDT", &bpos)
 	if len(bpos) != 1 || bpos[0].Side != "SHORT" || bpos[0].UnrealizePnl != "100.00000000" || bpos[0].MarginSize != "600.00000000" ||
