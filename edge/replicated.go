@@ -34,14 +34,12 @@ func (s *Server) startReplicated(node *core.Node) error {
 		case <-node.Deposed():
 			return
 		}
-		// The group's first leader seeds the config's deposits: its log
-		// then holds nothing but its own no-op.
-		seeding := true
-		for _, q := range node.Seqs() {
-			if q != 0 {
-				seeding = false
-			}
-		}
+		// Seeding (the config's deposits) is done once the fee account is
+		// registered, which bootstrap does last: a leader that died in the
+		// middle of it leaves the next one to finish it (deposits already
+		// credited are skipped: nothing else moves money before).
+		_, seeded := node.Accounts().Lookup(s.cfg.FeeUID)
+		seeding := !seeded
 		if err := s.bootstrap(seeding); err != nil {
 			s.log.Error("edge: bootstrap as the new leader failed; signed requests stay refused", "err", err)
 			return

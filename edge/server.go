@@ -246,9 +246,6 @@ func (s *Server) bootstrap(seeding bool) error {
 		}
 		return nil
 	}
-	if err := add(s.cfg.FeeUID, false, 0, 0); err != nil {
-		return err
-	}
 	if s.cfg.InsuranceUID != 0 {
 		if err := add(s.cfg.InsuranceUID, false, 0, 0); err != nil {
 			return err
@@ -302,6 +299,11 @@ func (s *Server) bootstrap(seeding bool) error {
 				return fmt.Errorf("edge: deposit for uid %d: %v", u.UID, rej)
 			}
 		}
+	}
+	// The fee account last: a replicated group's next leader takes it
+	// being registered for seeding being done (edge/replicated.go).
+	if err := add(s.cfg.FeeUID, false, 0, 0); err != nil {
+		return err
 	}
 	if seeding {
 		return s.store.Seeded()
