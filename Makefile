@@ -1,6 +1,6 @@
 # make run   : build and start the server on its embedded demo config (data in ./data)
 # make test  : vet + the whole test suite with engine invariants checked after every command
-# make bench : the benchmark harness (writes results/)
+# make bench : the benchmark harness (writes results/), the replicated run included
 GO      ?= go
 BIN     := bin
 GOFLAGS := -buildvcs=false
@@ -9,7 +9,7 @@ GOFLAGS := -buildvcs=false
 GOAMD64 ?= $(shell tools/goamd64.sh)
 export GOAMD64
 
-.PHONY: all build run run-cluster test test-short bench bench-quick bench-contracts bench-model pgo soak fuzz clean ccxt
+.PHONY: all build run run-cluster test test-short bench bench-quick bench-contracts bench-replicated bench-model pgo soak fuzz clean ccxt
 
 all: build
 
@@ -81,7 +81,16 @@ bench-quick:
 bench-contracts:
 	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
 	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
-	./$(BIN)/benchrun -out results -skip-engine -skip-core -skip-edge -contracts 0,0.3
+	./$(BIN)/benchrun -out results -skip-engine -skip-core -skip-edge -contracts 0,0.3 -replicated off
+
+# the replicated run of make bench alone: a three-node group on loopback
+# against the single node, same spot-only load, side by side; saturation
+# ratio and p50/p99 at one offered rate (bench/README.md, "The replicated
+# run")
+bench-replicated:
+	$(GO) build $(GOFLAGS) -o $(BIN)/exchanged ./cmd/exchanged
+	$(GO) build $(GOFLAGS) -o $(BIN)/benchrun ./bench/cmd/benchrun
+	./$(BIN)/benchrun -out results -replicated only
 
 # instructions and simulated cache misses of the engine benchmark's timed
 # part: deterministic, for comparing engine changes on a noisy machine

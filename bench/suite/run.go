@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +31,11 @@ type Options struct {
 	// ServerCPUs is the CPU list the server and the bare target each run
 	// on ("": anywhere); the generator runs anywhere.
 	ServerCPUs string
-	Command    string // how the run was started, for the report
-	Quick      bool
+	// ReplCPUs is the CPU list each member of the replicated group runs on
+	// ("": anywhere).
+	ReplCPUs string
+	Command  string // how the run was started, for the report
+	Quick    bool
 
 	Seed    uint64
 	Users   int
@@ -61,6 +65,11 @@ type Options struct {
 	SweepReserve time.Duration
 
 	SkipEngine, SkipCore, SkipEdge, SkipREST, SkipBare bool
+	// Replicated adds the replicated run: a three-node group on loopback
+	// under the spot-only mix, its sweep taking turns with the others and
+	// its fixed-rate step paired with the single node's spot-only sweep
+	// (replicated.go).
+	Replicated bool
 
 	Progress io.Writer
 }
@@ -81,6 +90,8 @@ type Run struct {
 	REST, Bare            *Sweep   // REST: the first of RESTs
 	RESTs                 []*Sweep // one per Opts.Mixes, in order (nil: setup failed)
 	RESTErr, BareErr      string
+	Repl                  *Sweep // the three-node group's sweep (Opts.Replicated)
+	ReplErr, ReplArgs     string
 	Setup                 []string // setup notes (users, population timings)
 	ServerLog, ServerArgs string
 	ConfigFile            string
@@ -186,6 +197,13 @@ func Execute(ctx context.Context, o Options) (string, error) {
 	if !o.SkipBare {
 		sweeps++
 	}
+	if o.Replicated {
+		sweeps++
+		r.Opts.Search.Pair = NewPair()
+		if o.SkipREST || !slices.Contains(r.Opts.Mixes, 0) {
+			r.Opts.Search.Pair.Leave(0) // no single-node spot-only sweep to pair with
+		}
+	}
 	if sweeps > 1 {
 		r.Opts.Search.Turn = NewBaton()
 	}
@@ -196,6 +214,14 @@ func Execute(ctx context.Context, o Options) (string, error) {
 			if err := runREST(r); err != nil {
 				r.RESTErr = err.Error()
 				fmt.Fprintf(pr, "bench: REST: %v\n", err)
+			}
+		})
+	}
+	if o.Replicated {
+		wg.Go(func() {
+			if err := runReplicated(r); err != nil {
+				r.ReplErr = err.Error()
+				fmt.Fprintf(pr, "bench: replicated: %v\n", err)
 			}
 		})
 	}
@@ -222,6 +248,7 @@ func Execute(ctx context.Context, o Options) (string, error) {
 func runREST(r *Run) error {
 	o := r.Opts
 	pr := o.Progress
+	defer o.Search.Pair.Leave(0)
 	// setup and shutdown run alone, between the other sweep's steps
 	turn := o.Search.Turn
 	turn.take()
@@ -333,8 +360,13 @@ func runREST(r *Run) error {
 	search.ProbeDir = dataDir
 	turn.give()
 	sweeps := make([]*Sweep, len(gens))
+	paired := slices.Index(o.Mixes, 0) // the spot-only sweep pairs with the replicated one
 	var wg sync.WaitGroup
 	for i, g := range gens {
+		search := search
+		if i != paired {
+			search.Pair = nil
+		}
 		wg.Go(func() {
 			sweeps[i] = RunSearch(SweepName(o.Mixes[i]), g, search, srv.Counters, a.Metrics, pr)
 			sweeps[i].Mix = MixName(o.Mixes[i])
@@ -398,6 +430,7 @@ func runBare(r *Run) error {
 	warm(g, o, pr, "bare")
 	search := o.Search
 	search.ProbeDir = os.TempDir()
+	search.Pair = nil // the replicated run pairs with the REST sweep
 	turn.give()
 	r.Bare = RunSearch("bare", g, search, p.Counters, nil, pr)
 	turn.take()

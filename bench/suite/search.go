@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/weexcore/exchange/bench/load"
@@ -54,6 +55,59 @@ type Search struct {
 	// Sharing is how many sweeps share Turn (for the time budget: the
 	// others' steps come between one's; 0: two when Turn is set).
 	Sharing int
+	// Pair, if set, lines this sweep's fixed-rate step up with another
+	// sweep's (side PairSide, 0 or 1): see Pair.
+	Pair     *Pair
+	PairSide int
+}
+
+// Pair lines up one fixed-rate step of two sweeps, the single node's and
+// the replicated group's (bench/README.md, "The replicated run"), so that
+// their latencies compare at one offered rate: each reports its saturation
+// after its search and waits for the other's, and both then run a step at
+// half the lower of the two, where neither is queueing near its limit. A
+// sweep whose half-saturation step is at that rate already does not run
+// it twice.
+type Pair struct {
+	once [2]sync.Once
+	done [2]chan struct{}
+	sat  [2]float64
+}
+
+// NewPair returns a pair that neither side has reported to.
+func NewPair() *Pair {
+	return &Pair{done: [2]chan struct{}{make(chan struct{}), make(chan struct{})}}
+}
+
+// Report records side's saturation (0: none) and returns the rate both
+// run their paired step at: half the lower of the two saturations, 0 when
+// either has none. It waits for the other side. A nil Pair returns 0.
+func (p *Pair) Report(side int, sat float64) float64 {
+	if p == nil {
+		return 0
+	}
+	p.set(side, sat)
+	<-p.done[1-side]
+	if p.sat[0] <= 0 || p.sat[1] <= 0 {
+		return 0
+	}
+	return math.Round(min(p.sat[0], p.sat[1]) / 2)
+}
+
+// Leave tells the other side, without waiting, that side has no
+// saturation to pair (its sweep did not run or found none). Only a side's
+// first Report or Leave counts, so a deferred Leave is harmless.
+func (p *Pair) Leave(side int) {
+	if p != nil {
+		p.set(side, 0)
+	}
+}
+
+func (p *Pair) set(side int, sat float64) {
+	p.once[side].Do(func() {
+		p.sat[side] = sat
+		close(p.done[side])
+	})
 }
 
 // Baton makes sweeps take turns, step by step, so that the REST and the
@@ -91,8 +145,11 @@ type Sweep struct {
 	Steps      []StepResult
 	Saturation *StepResult // the highest passing rate; nil if none passed
 	Half       *StepResult // the step at half the saturation rate
-	Capped     bool        // every step passed up to Search.Max
-	OutOfTime  bool        // the search stopped at the run's time budget
+	// Paired is the step at the rate a Pair agreed on (Search.Pair): the
+	// same as Half when that is the rate; nil without a pair.
+	Paired    *StepResult
+	Capped    bool // every step passed up to Search.Max
+	OutOfTime bool // the search stopped at the run's time budget
 	// Mix labels a REST sweep's request mix ("spot only", "30%
 	// contracts"; "": the bare target's, or a run before contracts), and
 	// Contracts is its share of orders on contracts.
@@ -215,10 +272,24 @@ func RunSearch(name string, g *load.Generator, s Search, probe func() Counters, 
 			fail = mid
 		}
 	}
+	if passIdx < 0 {
+		s.Pair.Leave(s.PairSide)
+	}
 	if passIdx >= 0 {
-		run(pass/2, s.HalfDur, "half-saturation")
+		half := math.Round(pass / 2)
+		paired := s.Pair.Report(s.PairSide, pass)
+		run(half, s.HalfDur, "half-saturation")
 		sw.Saturation = &sw.Steps[passIdx]
 		sw.Half = &sw.Steps[len(sw.Steps)-1]
+		switch {
+		case paired == half:
+			sw.Paired = sw.Half
+		case paired > 0:
+			run(paired, s.HalfDur, "paired")
+			sw.Saturation = &sw.Steps[passIdx]
+			sw.Half = &sw.Steps[len(sw.Steps)-2]
+			sw.Paired = &sw.Steps[len(sw.Steps)-1]
+		}
 	}
 	return sw
 }

@@ -135,6 +135,15 @@ func writeReport(r *Run) (string, error) {
 	}
 	p("## 4. The same generator against a bare fasthttp handler\n\n")
 	writeSweep(&b, r.Bare, r.BareErr, r.Dir, "bare")
+	if o.Replicated {
+		p("## 5. The same spot-only load against a three-node replicated group (acknowledged once two of three hold it durably)\n\n")
+		if r.ReplArgs != "" {
+			p("Each member: `%s`, N = 1, 2, 3, on loopback, data in a temporary directory each; logs: server-repl-N.log. The generator sends to the leader. "+
+				"Target CPU and counters are the three members' summed; the server's own answer time and WAL fdatasyncs are the leader's. "+
+				"The \"paired\" step of the single node's spot-only sweep is at the same offered rate as this sweep's paired step (half the lower of the two saturations).\n\n", r.ReplArgs)
+		}
+		writeSweep(&b, r.Repl, r.ReplErr, r.Dir, ReplName)
+	}
 
 	// Plots.
 	var plots []string
@@ -146,6 +155,9 @@ func writeReport(r *Run) (string, error) {
 			}
 			plots = append(plots, writePlot(r.Dir, "latency-"+sw.Name+".svg", title, stepSeries(sw, false)))
 		}
+	}
+	if r.Repl != nil && len(r.Repl.Steps) > 0 {
+		plots = append(plots, writePlot(r.Dir, "latency-"+ReplName+".svg", "REST orders through a three-node group, durable ack: latency by percentile per offered rate", stepSeries(r.Repl, false)))
 	}
 	if r.Bare != nil && len(r.Bare.Steps) > 0 {
 		plots = append(plots, writePlot(r.Dir, "latency-bare.svg", "bare fasthttp: latency by percentile per offered rate", stepSeries(r.Bare, true)))
@@ -277,7 +289,8 @@ func summary(r *Run) *report.Table {
 		h := r.Bare.Half
 		t.Add(fmt.Sprintf("bare p99 at half its saturation (%.0f req/s)", h.Rate), load.FormatLatency(h.Percentile(99))+" ms", "", "")
 	}
-	for _, sw := range append(rests, r.Bare) {
+	replSummary(r, t)
+	for _, sw := range append(rests, r.Bare, r.Repl) {
 		if sw == nil || len(sw.Steps) == 0 {
 			continue
 		}

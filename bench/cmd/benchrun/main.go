@@ -66,14 +66,20 @@ func main() {
 	skipEdge := flag.Bool("skip-edge", false, "skip the edge's in-process benchmarks")
 	skipREST := flag.Bool("skip-rest", false, "skip the REST load against the server")
 	skipBare := flag.Bool("skip-bare", false, "skip the bare fasthttp load")
+	replicated := flag.String("replicated", "on", "the replicated run (bench/README.md): on (beside the other sweeps; off by default with -quick), off, or only (the single node's spot-only sweep and the three-node group's, nothing else)")
 	serveBare := flag.String("serve-bare", "", "serve the bare fasthttp target on ADDR (internal)")
 	serverCPUs := flag.String("server-cpus", "half", "CPUs the server and the bare target each run on: a CPU list such as 0 or 0-3, half (the first half of this process's CPUs; the generator shares them all) or all (bench/LOG.md: why)")
+	replCPUs := flag.String("replicated-cpus", "all", "CPUs each member of the replicated group runs on, as -server-cpus (bench/LOG.md: why all)")
 	flag.Parse()
 	log.SetFlags(0)
 
 	cpus, err := resolveCPUs(*serverCPUs)
 	if err != nil {
 		log.Fatalf("-server-cpus: %v", err)
+	}
+	rcpus, err := resolveCPUs(*replCPUs)
+	if err != nil {
+		log.Fatalf("-replicated-cpus: %v", err)
 	}
 	if *serveBare != "" {
 		if cpus.Count() > 0 {
@@ -110,6 +116,18 @@ func main() {
 	quickDefault("bench-timeout", func() { *benchTimeout = 30 * time.Second })
 	quickDefault("budget", func() { *budget = 50 * time.Second })
 	quickDefault("sweep-reserve", func() { *sweepReserve = 25 * time.Second })
+	quickDefault("replicated", func() { *replicated = "off" })
+	switch *replicated {
+	case "on", "off":
+	case "only":
+		*skipEngine, *skipCore, *skipEdge, *skipBare, *skipREST = true, true, true, true, false
+		if !set["contracts"] {
+			*contracts = "0"
+		}
+	default:
+		log.Fatalf("-replicated: %q is not on, off or only", *replicated)
+	}
+	repl := *replicated != "off"
 
 	ms, err := load.SelectMarkets(load.DefaultMarkets(), *markets)
 	if err != nil {
@@ -133,6 +151,17 @@ func main() {
 			*budget += time.Duration(extra) * extraBudget(*quick)
 		}
 	}
+	if repl && *replicated == "on" {
+		// The group's sweep takes about as long as one of the REST mixes
+		// (its search, then its fixed-rate step and the single node's
+		// step paired with it).
+		if !set["sweep-reserve"] {
+			*sweepReserve += replReserve(*quick)
+		}
+		if !set["budget"] {
+			*budget += replReserve(*quick)
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		log.Fatal(err)
@@ -150,9 +179,9 @@ func main() {
 	defer cancel()
 	o := suite.Options{
 		Repo: root, Out: outDir, GoBin: suite.LookGo(), ServerBin: srv, Self: self,
-		ServerCPUs: affinity.Format(cpus),
-		Command:    strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
-		Quick:      *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
+		ServerCPUs: affinity.Format(cpus), ReplCPUs: affinity.Format(rcpus),
+		Command: strings.Join(append([]string{"benchrun"}, os.Args[1:]...), " "),
+		Quick:   *quick, Seed: *seed, Users: *users, Conns: *conns, Markets: ms,
 		Contracts: load.DefaultContracts(), Mixes: mixes,
 		Place: *place, Take: *take, Populate: *populate,
 		Search: suite.Search{Start: *start, Factor: *factor, Max: *maxRate, Refine: *refine, Retry: *retry,
@@ -161,7 +190,8 @@ func main() {
 		Budget: *budget, SweepReserve: *sweepReserve,
 		BenchTime: *benchtime, CoreBenchTime: *coreBenchtime, EngineCount: *engineCount, BenchTimeout: *benchTimeout,
 		SkipEngine: *skipEngine, SkipCore: *skipCore, SkipEdge: *skipEdge, SkipREST: *skipREST, SkipBare: *skipBare,
-		Progress: os.Stderr,
+		Replicated: repl,
+		Progress:   os.Stderr,
 	}
 	path, err := suite.Execute(ctx, o)
 	if err != nil {
@@ -189,6 +219,16 @@ func extraBudget(quick bool) time.Duration {
 		return 10 * time.Second
 	}
 	return 35 * time.Second
+}
+
+// replReserve is what -sweep-reserve and -budget grow by with the
+// replicated run beside the others (unless set): its search and two steps
+// of -half-step.
+func replReserve(quick bool) time.Duration {
+	if quick {
+		return 15 * time.Second
+	}
+	return 2 * time.Minute
 }
 
 func contractSymbols() string {
