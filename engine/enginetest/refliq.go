@@ -16,6 +16,8 @@ package enginetest
 //     bill's delta is what left the wallet (-margin share); the fee income
 //     is billed after the whole liquidation order, the takeover and ADL
 //     fills (no fee) counting in its quantity and value;
+//   - after each unit, the plans its fills reached fire, in every contract
+//     of its margin coin by id (the engine does so; the text is silent);
 //   - takeover and ADL orders are LIMIT IOC at P; their fills bill the
 //     liquidated side first; an insurance account being liquidated keeps
 //     its own result (a plain close);
@@ -218,6 +220,15 @@ func (r *Ref) liquidate(un liqUnit) {
 	for _, p := range ps {
 		if p.m.Accts[u].Pos[p.sd-1].Size > 0 { // an earlier ADL may have closed it
 			r.liquidatePosition(un, p.m, p.sd)
+		}
+	}
+	coin := un.Coin
+	if !un.Cross {
+		coin = un.M.Margin
+	}
+	for _, m := range r.Contracts { // the plans the fills reached
+		if m.Margin == coin && len(m.Plans) > 0 {
+			r.firePlans(m)
 		}
 	}
 }
