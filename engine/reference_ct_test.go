@@ -102,7 +102,16 @@ func (h *harness) diffContracts() string {
 	for i := range h.ref.Users {
 		u := engine.UserIdx(i)
 		got = led.Positions(u, engine.AllMarkets, got[:0])
-		want := h.ref.Positions(u)
+		// liquidation prices (a bisection each in the reference) every
+		// 32nd command: the triggers themselves are checked after every
+		// one, by the liquidations both sides make
+		liq := h.seq%32 == 0
+		want := h.ref.Positions(u, liq)
+		for k := range got {
+			if !liq {
+				got[k].LiqPrice = 0
+			}
+		}
 		if len(got) != len(want) {
 			fmt.Fprintf(&sb, "uid %d: got %d positions %+v, want %d %+v\n", h.ref.Users[i].UID, len(got), got, len(want), want)
 		} else {

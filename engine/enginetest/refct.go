@@ -472,8 +472,9 @@ func (r *Ref) positionMargin(c *engine.Cmd) engine.Reject {
 }
 
 // Positions returns u's positions (size > 0) in every contract, by market
-// then side, as engine.Engine.Positions shows them.
-func (r *Ref) Positions(u engine.UserIdx) []engine.PositionView {
+// then side, as engine.Engine.Positions shows them; their liquidation
+// prices (a bisection each) only when liq.
+func (r *Ref) Positions(u engine.UserIdx, liq bool) []engine.PositionView {
 	var vs []engine.PositionView
 	for _, m := range r.Contracts {
 		a := m.Accts[u]
@@ -489,7 +490,10 @@ func (r *Ref) Positions(u engine.UserIdx) []engine.PositionView {
 				Margin: engine.Amount(p.Margin), Closing: engine.Qty(p.Closing), OpenQty: engine.Qty(p.OpenQty),
 				CloseQty: engine.Qty(p.CloseQty), OpenVal: engine.Amount(p.OpenVal), CloseVal: engine.Amount(p.CloseVal),
 				Fees: engine.Amount(p.Fees), Realized: engine.Amount(p.Realized), CreatedMs: p.CreatedMs, UpdatedMs: p.UpdatedMs,
-				LiqPrice: engine.Price(r.liqPrice(m, u, engine.PosSide(i+1)))})
+			})
+			if liq {
+				vs[len(vs)-1].LiqPrice = engine.Price(r.liqPrice(m, u, engine.PosSide(i+1)))
+			}
 		}
 	}
 	return vs
