@@ -123,6 +123,9 @@ type Trade struct { // the small fields together: less padding (152 bytes)
 	// realized PnL. A contract fill's bills are in Out.Bills.
 	TakerPos, MakerPos PosSide
 	TakerPnl, MakerPnl Amount
+	// Off marks a liquidation's takeover or auto-deleveraging fill: not a
+	// market trade (no public trade, candle or last price).
+	Off bool
 }
 
 // buyerSeller returns the buyer's and the seller's uid and fee.

@@ -650,6 +650,7 @@ func (e *Engine) absorb(m *market, o *order) {
 			c.reserved, c.lev = ceilDiv(n, Amount(l)), uint8(l)
 			m.acctFor(ins).pos[o.pos-1].opening += rest
 			e.trade(m, o, c, o.price, rest, 0, 0)
+			e.out.Trades[len(e.out.Trades)-1].Off = true
 			e.update(ch, c)
 			e.pool.release(ch)
 			return
@@ -700,6 +701,7 @@ func (e *Engine) absorb(m *market, o *order) {
 		c.lev = uint8(a.lev[opp-1])
 		p.closing += q
 		e.trade(m, o, c, o.price, q, 0, 0)
+		e.out.Trades[len(e.out.Trades)-1].Off = true
 		e.update(ch, c)
 		e.pool.release(ch)
 		rest -= q

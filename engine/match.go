@@ -165,7 +165,7 @@ func (e *Engine) fill(m *market, t *order, mh handle, mk *order, p Price, q Qty)
 	tr := &ts[len(ts)-1]
 	tr.TradeID, tr.Market, tr.TimeMs, tr.Price, tr.Qty, tr.Quote = m.nextTrade<<10|int64(s.ID), s.ID, e.timeMs, p, q, notional
 	tr.TakerSide, tr.MakerOrder, tr.TakerOrder = t.side, mk.id, t.id
-	tr.TakerPos, tr.MakerPos, tr.TakerPnl, tr.MakerPnl = 0, 0, 0, 0 // the slot may have held a contract fill
+	tr.TakerPos, tr.MakerPos, tr.TakerPnl, tr.MakerPnl, tr.Off = 0, 0, 0, 0, false // the slot may have held a contract fill
 	if t.side == Buy {
 		tr.MakerUID, tr.TakerUID, tr.TakerFee, tr.MakerFee = suid, buid, bf, sf
 	} else {

@@ -83,6 +83,9 @@ func (w *Writer) KeepCandles(s *Store) { w.candleStore = s }
 func (w *Writer) candles(o *engine.Out) {
 	for i := range o.Trades {
 		t := &o.Trades[i]
+		if t.Off { // a liquidation's takeover or ADL fill: not a market trade
+			continue
+		}
 		for int(t.Market) >= len(w.mc) {
 			w.mc = append(w.mc, nil)
 		}

@@ -302,6 +302,13 @@ func (b *userBlock) setAfter(c engine.CoinID, after engine.Amount) {
 	b.last = append(b.last, coinAfter{c, after})
 }
 
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // appendPublic appends trade t, prev being the id of the block's previous
 // trade (or of t itself for the first).
 func appendPublic(d []byte, t *engine.Trade, prev int64) []byte {
@@ -309,7 +316,7 @@ func appendPublic(d []byte, t *engine.Trade, prev int64) []byte {
 	d = binary.AppendVarint(d, int64(t.Price))
 	d = binary.AppendVarint(d, int64(t.Qty))
 	d = binary.AppendVarint(d, int64(t.Quote))
-	d = append(d, byte(t.TakerSide))
+	d = append(d, byte(t.TakerSide)|byte(b2u8(t.Off))<<7) // Off: not a market trade
 	d = binary.AppendVarint(d, t.MakerOrder)
 	d = binary.AppendVarint(d, t.TakerOrder-t.MakerOrder)
 	d = binary.AppendVarint(d, t.MakerUID)
@@ -634,7 +641,8 @@ func decodePublic(k, v []byte, f func(*engine.Trade) bool) bool {
 		t.Price = engine.Price(r.varint())
 		t.Qty = engine.Qty(r.varint())
 		t.Quote = engine.Amount(r.varint())
-		t.TakerSide = engine.Side(r.byte1())
+		sd := r.byte1()
+		t.TakerSide, t.Off = engine.Side(sd&0x7F), sd>>7 == 1
 		t.MakerOrder = r.varint()
 		t.TakerOrder = t.MakerOrder + r.varint()
 		t.MakerUID = r.varint()

@@ -463,6 +463,9 @@ func (s *Store) MarketTrades(m engine.MarketID, limit int, dst []engine.Trade) (
 			return false
 		}
 		for i := len(block) - 1; i >= 0; i-- { // newest first
+			if block[i].Off { // a liquidation's takeover or ADL fill
+				continue
+			}
 			dst = append(dst, block[i])
 			if limit--; limit == 0 {
 				return false

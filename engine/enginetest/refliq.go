@@ -430,7 +430,7 @@ func (r *Ref) fillRest(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	r.out.Trades = append(r.out.Trades, engine.Trade{BuyerUser: buyer, SellerUser: seller, TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
 		Price: engine.Price(p), Qty: engine.Qty(q), Quote: engine.Amount(n), TakerSide: t.Side,
 		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID,
-		BaseCoin: m.Margin, QuoteCoin: m.Margin, TakerPos: t.Pos, MakerPos: mk.Pos, TakerPnl: engine.Amount(tp), MakerPnl: engine.Amount(mp)})
+		BaseCoin: m.Margin, QuoteCoin: m.Margin, TakerPos: t.Pos, MakerPos: mk.Pos, TakerPnl: engine.Amount(tp), MakerPnl: engine.Amount(mp), Off: true})
 	r.out.Updates = append(r.out.Updates, r.view(m, mk))
 }
 
