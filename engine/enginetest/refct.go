@@ -199,6 +199,33 @@ func (r *Ref) contractPlaced(m *RefMarket, o *RefOrder, p engine.PosSide, lev in
 	}
 }
 
+// recordFill counts a contract fill of q worth n at p in both orders and
+// in the fee totals, and reports it (off: a takeover or ADL fill); fees
+// and PnL are the taker's then the maker's.
+func (r *Ref) recordFill(m *RefMarket, t, mk *RefOrder, p, q, n int64, fee, pnl [2]int64, off bool) {
+	r.feeQty += q
+	r.feeNotional += n
+	for _, o := range []*RefOrder{t, mk} {
+		o.Filled += q
+		o.CumQuote += n
+		o.UpdateMs = r.timeMs
+		o.Status = engine.StatusPartiallyFilled
+		if o.Filled == o.Qty {
+			o.Status = engine.StatusFilled
+		}
+	}
+	m.NextTrade++
+	buyer, seller := t.User, mk.User
+	if t.Side == engine.Sell {
+		buyer, seller = seller, buyer
+	}
+	r.out.Trades = append(r.out.Trades, engine.Trade{BuyerUser: buyer, SellerUser: seller, TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
+		Price: engine.Price(p), Qty: engine.Qty(q), Quote: engine.Amount(n), TakerSide: t.Side,
+		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID,
+		TakerFee: engine.Amount(fee[0]), MakerFee: engine.Amount(fee[1]), BaseCoin: m.Margin, QuoteCoin: m.Margin,
+		TakerPos: t.Pos, MakerPos: mk.Pos, TakerPnl: engine.Amount(pnl[0]), MakerPnl: engine.Amount(pnl[1]), Off: off})
+}
+
 func (r *Ref) fillContract(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	n, ok := m.notional(p, q)
 	if !ok {
@@ -211,28 +238,8 @@ func (r *Ref) fillContract(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	tf, tp := r.settle(m, t, q, n, rate)
 	mf, mp := r.settle(m, mk, q, n, m.maker)
 	r.feeQuote += tf + mf
-	r.feeQty += q
-	r.feeNotional += n
-	for _, o := range []*RefOrder{t, mk} {
-		o.Filled += q
-		o.CumQuote += n
-		o.UpdateMs = r.timeMs
-		o.Status = engine.StatusPartiallyFilled
-		if o.Filled == o.Qty {
-			o.Status = engine.StatusFilled
-		}
-	}
 	m.Last = p
-	m.NextTrade++
-	buyer, seller := t.User, mk.User
-	if t.Side == engine.Sell {
-		buyer, seller = seller, buyer
-	}
-	r.out.Trades = append(r.out.Trades, engine.Trade{BuyerUser: buyer, SellerUser: seller, TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
-		Price: engine.Price(p), Qty: engine.Qty(q), Quote: engine.Amount(n), TakerSide: t.Side,
-		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID,
-		TakerFee: engine.Amount(tf), MakerFee: engine.Amount(mf), BaseCoin: m.Margin, QuoteCoin: m.Margin,
-		TakerPos: t.Pos, MakerPos: mk.Pos, TakerPnl: engine.Amount(tp), MakerPnl: engine.Amount(mp)})
+	r.recordFill(m, t, mk, p, q, n, [2]int64{tf, mf}, [2]int64{tp, mp}, false)
 }
 
 // share is floor(x*q/size).

@@ -411,26 +411,7 @@ func (r *Ref) fillRest(m *RefMarket, t, mk *RefOrder, p, q int64) {
 	} else {
 		_, mp = r.settle(m, mk, q, n, zero)
 	}
-	for _, o := range []*RefOrder{t, mk} {
-		o.Filled += q
-		o.CumQuote += n
-		o.UpdateMs = r.timeMs
-		o.Status = engine.StatusPartiallyFilled
-		if o.Filled == o.Qty {
-			o.Status = engine.StatusFilled
-		}
-	}
-	r.feeQty += q // the order's fill totals count them
-	r.feeNotional += n
-	m.NextTrade++
-	buyer, seller := t.User, mk.User
-	if t.Side == engine.Sell {
-		buyer, seller = seller, buyer
-	}
-	r.out.Trades = append(r.out.Trades, engine.Trade{BuyerUser: buyer, SellerUser: seller, TradeID: m.NextTrade<<10 | int64(m.ID), Market: m.ID, TimeMs: r.timeMs,
-		Price: engine.Price(p), Qty: engine.Qty(q), Quote: engine.Amount(n), TakerSide: t.Side,
-		MakerOrder: mk.ID, TakerOrder: t.ID, MakerUID: r.Users[mk.User].UID, TakerUID: r.Users[t.User].UID,
-		BaseCoin: m.Margin, QuoteCoin: m.Margin, TakerPos: t.Pos, MakerPos: mk.Pos, TakerPnl: engine.Amount(tp), MakerPnl: engine.Amount(mp), Off: true})
+	r.recordFill(m, t, mk, p, q, n, [2]int64{}, [2]int64{tp, mp}, true) // the order's fill totals count them
 	r.out.Updates = append(r.out.Updates, r.view(m, mk))
 }
 
