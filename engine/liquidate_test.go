@@ -12,12 +12,7 @@ import (
 // 500 of margin, 3 of taker fee. uid 11 holds the SHORT side; uid 12 bids
 // 0.05 at bid (it rests: nothing trades there yet).
 func liqWorld(t *testing.T, mode engine.MarginMode, bid string) *ctWorld {
-	cfg := ctConfig()
-	cfg.BuyLimitPriceRatio, cfg.SellLimitPriceRatio = "0.2", "0.2"
-	w := newCtWorldWith(t, cfg)
-	w.deposit(10, "1000")
-	w.deposit(11, "100000")
-	w.deposit(12, "100000")
+	w := liqFunded(t)
 	if mode == engine.Isolated {
 		w.ok(engine.Cmd{Kind: engine.CmdMarginMode, UID: 10, Mode: engine.Isolated})
 	}
@@ -26,6 +21,18 @@ func liqWorld(t *testing.T, mode engine.MarginMode, bid string) *ctWorld {
 	w.ok(w.order(10, engine.Buy, engine.Long, "50000", "0.1"))
 	w.wallet(10, "497", "500")
 	w.ok(w.order(12, engine.Buy, engine.Long, bid, "0.05"))
+	return w
+}
+
+// liqFunded is ctWorld with 20% bands, 1000 USDT in uid 10's futures
+// wallet and 100000 in uids 11's and 12's.
+func liqFunded(t *testing.T) *ctWorld {
+	cfg := ctConfig()
+	cfg.BuyLimitPriceRatio, cfg.SellLimitPriceRatio = "0.2", "0.2"
+	w := newCtWorldWith(t, cfg)
+	w.deposit(10, "1000")
+	w.deposit(11, "100000")
+	w.deposit(12, "100000")
 	return w
 }
 
@@ -148,12 +155,7 @@ func TestLiquidationCross(t *testing.T) {
 
 // TestLiquidationShortRising: a SHORT is liquidated as the mark rises.
 func TestLiquidationShortRising(t *testing.T) {
-	cfg := ctConfig()
-	cfg.BuyLimitPriceRatio, cfg.SellLimitPriceRatio = "0.2", "0.2"
-	w := newCtWorldWith(t, cfg)
-	w.deposit(10, "1000")
-	w.deposit(11, "100000")
-	w.deposit(12, "100000")
+	w := liqFunded(t)
 	w.deposit(2, "1000")
 	w.ok(engine.Cmd{Kind: engine.CmdMarginMode, UID: 10, Mode: engine.Isolated})
 	w.ok(engine.Cmd{Kind: engine.CmdLeverage, UID: 10, Amount: 10})
