@@ -181,7 +181,7 @@ func export(s *journal.Store, st *journal.State, tradesPath, billsPath string, c
 	}
 	var err error
 	if tradesPath != "" {
-		if tw, err = open(tradesPath, "tradeId,symbol,timeMs,price,qty,quote,takerSide,makerOrderId,takerOrderId,makerUid,takerUid,makerFee,takerFee\n"); err != nil {
+		if tw, err = open(tradesPath, "tradeId,symbol,timeMs,price,qty,quote,takerSide,makerOrderId,takerOrderId,makerUid,takerUid,makerFee,takerFee,kind\n"); err != nil {
 			return err
 		}
 	}
@@ -206,12 +206,19 @@ func export(s *journal.Store, st *journal.State, tradesPath, billsPath string, c
 			s := mk[t.Market]
 			base, quote := coins[s.Base], coins[s.Quote]
 			takerFeeCoin, makerFeeCoin := base, quote // taker bought: fee in base; maker sold: fee in quote
-			if t.TakerSide == engine.Sell {
+			switch {
+			case s.Contract: // fees in the margin coin, the quote
+				takerFeeCoin, makerFeeCoin = quote, quote
+			case t.TakerSide == engine.Sell:
 				takerFeeCoin, makerFeeCoin = quote, base
 			}
 			side := "BUY"
 			if t.TakerSide == engine.Sell {
 				side = "SELL"
+			}
+			kind := "market" // a liquidation's takeover or ADL fill is not a market trade
+			if t.Off {
+				kind = "liquidation"
 			}
 			f := []field{
 				{"tradeId", num(t.TradeID)}, {"symbol", str(s.Symbol)}, {"timeMs", num(t.TimeMs)},
@@ -221,6 +228,7 @@ func export(s *journal.Store, st *journal.State, tradesPath, billsPath string, c
 				{"makerUid", num(t.MakerUID)}, {"takerUid", num(t.TakerUID)},
 				{"makerFee", str(string(engine.AppendFixed(nil, int64(t.MakerFee), makerFeeCoin.Scale)))},
 				{"takerFee", str(string(engine.AppendFixed(nil, int64(t.TakerFee), takerFeeCoin.Scale)))},
+				{"kind", str(kind)},
 			}
 			buf = appendRow(buf[:0], f, csv)
 			_, err := tw.Write(buf)
