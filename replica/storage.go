@@ -403,9 +403,15 @@ func (s *Storage) Save(hard raftpb.HardState, ents []raftpb.Entry, snap raftpb.S
 			}
 		}
 		// The cache keeps its entries before first, if it reaches that far
-		// back, and takes the new ones; a full slice expression makes the
-		// append copy rather than overwrite entries raft may hold.
-		if len(tail) > 0 && first >= tail[0].Index && first <= tail[0].Index+uint64(len(tail)) {
+		// back, and takes the new ones. Appending after its last entry
+		// writes only past len(tail), where no slice raft holds reaches
+		// (Entries caps what it returns), so it reuses the spare capacity:
+		// a copy of the whole cache per Save was most of a member's CPU.
+		// Replacing entries copies (a full slice expression) rather than
+		// overwrite entries raft may hold.
+		if len(tail) > 0 && first == tail[0].Index+uint64(len(tail)) {
+			tail = append(tail, ents...)
+		} else if len(tail) > 0 && first >= tail[0].Index && first < tail[0].Index+uint64(len(tail)) {
 			keep := first - tail[0].Index
 			for _, e := range tail[keep:] {
 				tailBytes -= e.Size()
