@@ -340,8 +340,8 @@ func (s *Storage) SnapshotMeta() raftpb.SnapshotMetadata {
 	return s.snap
 }
 
-// Save writes what one raft Ready asks to persist, in one synced Pebble batch,
-// so a crash keeps all of it or none: a snapshot received from the leader
+// Save writes what one raft Ready asks to persist, in one Pebble batch (synced
+// unless it only moves the commit index), so a crash keeps all of it or none: a snapshot received from the leader
 // (which replaces the whole log), then entries (which replace any entries at
 // their indexes and after), then the hard state. Only once Save returns may
 // the messages that depend on it be sent.
@@ -443,7 +443,16 @@ func (s *Storage) Save(hard raftpb.HardState, ents []raftpb.Entry, snap raftpb.S
 	if b.Empty() {
 		return nil
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	// A Ready that only moves the commit index need not be synced (raft's
+	// MustSync): a commit index lost in a crash is learnt again from the
+	// leader, and it is never behind what was applied, since everything
+	// applied was written after it in the same WAL, which a crash cuts
+	// only at its end. Entries, a vote, a term and a snapshot are synced.
+	opt := pebble.NoSync
+	if !raft.IsEmptySnap(snap) || raft.MustSync(hard, s.hard, len(ents)) {
+		opt = pebble.Sync
+	}
+	if err := b.Commit(opt); err != nil {
 		return err
 	}
 	if !raft.IsEmptyHardState(hard) {
