@@ -34,8 +34,14 @@ type Config struct {
 	// already (from its own durable state); entries after it are applied.
 	Applied uint64
 
-	Tick          time.Duration // default 50 ms
-	ElectionTicks int           // default 10: an election timeout of 10 ticks
+	Tick time.Duration // default 50 ms
+	// CommitDelay: how long the leader may hold back a message that only
+	// tells a follower a new commit index, waiting for the next append to
+	// carry it (node.hold; default 10 ms, never past the next tick; < 0:
+	// never held). Followers apply an entry that much later at most; the
+	// leader's commit does not wait for it.
+	CommitDelay   time.Duration
+	ElectionTicks int // default 10: an election timeout of 10 ticks
 	// ProposeTimeout bounds how long Propose waits for a commit when the
 	// caller's context has no earlier deadline (default 3 s).
 	ProposeTimeout  time.Duration
@@ -96,6 +102,9 @@ func NewGroup(cfg Config, st *Storage, sm StateMachine, tr Sender) (*Group, erro
 	if cfg.ElectionTicks <= 0 {
 		cfg.ElectionTicks = 10
 	}
+	if cfg.CommitDelay == 0 {
+		cfg.CommitDelay = 10 * time.Millisecond
+	}
 	if cfg.ProposeTimeout <= 0 {
 		cfg.ProposeTimeout = 3 * time.Second
 	}
@@ -134,6 +143,7 @@ func NewGroup(cfg Config, st *Storage, sm StateMachine, tr Sender) (*Group, erro
 		SnapshotEntries: cfg.SnapshotEntries,
 		CompactKeep:     cfg.CompactKeep,
 		GCTicks:         int64(4*cfg.ProposeTimeout/cfg.Tick) + 1,
+		HoldCommit:      cfg.CommitDelay > 0,
 		Applied:         cfg.Applied,
 		Nonce:           binary.LittleEndian.Uint64(nb[:]),
 		Logger:          cfg.Logger,
@@ -302,6 +312,12 @@ func (g *Group) run() {
 	defer close(g.done)
 	tick := time.NewTicker(g.cfg.Tick)
 	defer tick.Stop()
+	// flush sends the commit-only messages the leader holds (node.hold)
+	// once they waited CommitDelay.
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	defer flush.Stop()
+	flushing := false
 	for {
 		select {
 		case <-g.stop:
@@ -309,6 +325,9 @@ func (g *Group) run() {
 			return
 		case <-tick.C:
 			n.tick()
+		case <-flush.C:
+			flushing = false
+			n.flushHeld()
 		case req := <-g.propc:
 			g.propose(req)
 			// Every proposal already queued joins this Ready: one write
@@ -359,6 +378,10 @@ func (g *Group) run() {
 			if !more {
 				break
 			}
+		}
+		if len(n.held) > 0 && !flushing {
+			flush.Reset(g.cfg.CommitDelay)
+			flushing = true
 		}
 		g.leader.Store(n.leader())
 	}

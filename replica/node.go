@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // StateMachine receives a group's committed entries. Its methods are called
@@ -99,9 +100,15 @@ type nodeConfig struct {
 	// GCTicks: a proposal still unanswered after this many ticks is answered
 	// ErrTimeout and forgotten (its caller gave up long before).
 	GCTicks int64
-	Applied uint64 // the state machine's index when the node starts
-	Nonce   uint64
-	Logger  *slog.Logger
+	// HoldCommit: a leader holds back the messages that only carry a new
+	// commit index to a follower that has every entry (raft sends one to
+	// each follower at every commit), until the next append to that
+	// follower carries the commit instead, or flushHeld (at the latest the
+	// next tick). See hold.
+	HoldCommit bool
+	Applied    uint64 // the state machine's index when the node starts
+	Nonce      uint64
+	Logger     *slog.Logger
 }
 
 // node is the single-threaded core of a member: a RawNode, its Storage and
@@ -126,6 +133,9 @@ type node struct {
 
 	ticks     int64
 	lastHeard map[uint64]int64 // peer -> tick count when a message last came from it
+
+	held map[uint64]raftpb.Message // HoldCommit: by follower, the newest commit-only append held back
+	out  []raftpb.Message
 
 	leaderChanges uint64
 	snapsReceived uint64 // snapshots restored from the leader's messages
@@ -154,6 +164,7 @@ func newNode(cfg nodeConfig, st *Storage, sm StateMachine, send func([]raftpb.Me
 		byIndex:   map[uint64][]*proposal{},
 		conf:      conf,
 		lastHeard: map[uint64]int64{},
+		held:      map[uint64]raftpb.Message{},
 	}
 	// A state machine behind the stored snapshot starts from it: raft never
 	// hands out entries the log no longer holds.
@@ -202,6 +213,7 @@ func (n *node) leader() uint64 { return n.soft.Lead }
 func (n *node) isLeader() bool { return n.soft.RaftState == raft.StateLeader }
 
 func (n *node) tick() {
+	n.flushHeld()
 	n.ticks++
 	n.rn.Tick()
 	for seq, p := range n.pending {
@@ -308,7 +320,9 @@ func (n *node) ready() (bool, error) {
 	}
 	leading := n.isLeader()
 	if leading {
-		n.send(rd.Messages)
+		n.send(n.hold(rd.Messages))
+	} else {
+		clear(n.held) // of a term this member no longer leads
 	}
 	if err := n.st.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
 		return true, fmt.Errorf("replica: save raft state: %w", err)
@@ -334,6 +348,66 @@ func (n *node) ready() (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// hold returns the leader's messages to send now. With HoldCommit, an
+// append that carries no entries to a follower known to hold every entry
+// up to the append's position (it only tells the follower a new commit
+// index, which raft sends each follower at every commit) is held back
+// instead: the next append to that follower carries the commit anyway, so
+// under a steady stream each entry costs one message and one answer per
+// follower rather than two of each, and a follower applies the entry when
+// the next one reaches it. A held message is dropped once a later append
+// to the same follower goes out, and sent by flushHeld (the group's timer,
+// or the next tick) otherwise. Holding a message is a delay the network
+// could have caused: it changes no decision raft takes.
+func (n *node) hold(msgs []raftpb.Message) []raftpb.Message {
+	if !n.cfg.HoldCommit {
+		return msgs
+	}
+	out := n.out[:0]
+	for _, m := range msgs {
+		if m.Type == raftpb.MsgApp {
+			if len(m.Entries) == 0 && n.commitOnly(m) {
+				n.held[m.To] = m
+				continue
+			}
+			delete(n.held, m.To) // this one carries a commit at least as new
+		}
+		out = append(out, m)
+	}
+	n.out = out[:0]
+	return out
+}
+
+// commitOnly reports whether the empty append m goes to a follower that is
+// replicating and known to hold the entry m follows (so the append asks it
+// nothing but to learn m.Commit).
+func (n *node) commitOnly(m raftpb.Message) bool {
+	only := false
+	n.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == m.To {
+			only = pr.State == tracker.StateReplicate && pr.Match == m.Index
+		}
+	})
+	return only
+}
+
+// flushHeld sends the held commit-only messages.
+func (n *node) flushHeld() {
+	if len(n.held) == 0 {
+		return
+	}
+	msgs := n.out[:0]
+	for to, m := range n.held {
+		msgs = append(msgs, m)
+		delete(n.held, to)
+	}
+	if n.isLeader() {
+		n.send(msgs)
+	}
+	clear(msgs)
+	n.out = msgs[:0]
 }
 
 // appended notes the index of an own proposal's entry as it enters the log.

@@ -184,7 +184,7 @@ func (g *simGroup) start(m *simMember, bootstrap bool) {
 	g.nonce++
 	m.n, err = newNode(nodeConfig{
 		ID: m.id, ElectionTicks: 10, SnapshotEntries: 15, CompactKeep: 3,
-		GCTicks: 1 << 40, Nonce: g.nonce,
+		GCTicks: 1 << 40, Nonce: g.nonce, HoldCommit: true,
 	}, st, m.sm, func(msgs []raftpb.Message) { g.send(m, msgs) })
 	if err != nil {
 		g.t.Fatal(err)
