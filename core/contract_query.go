@@ -36,10 +36,6 @@ type ContractState struct {
 // u's positions (appended to pos). seq is the ledger shard's sequence as of
 // the answer. Like every in-shard query it answers after the commands
 // before it are durable.
-//
-// Open interest is summed over every registered user's positions (the
-// engine has no per-market total to read), so it costs a lookup per user
-// and contract: fine for a query, not for a hot path.
 func (n *Node) Contracts(u engine.UserIdx, uid int64, m engine.MarketID, openInterest bool, deadline time.Time,
 	dst []ContractState, pos []engine.PositionView) ([]ContractState, []engine.PositionView, uint64, error) {
 	c := engine.Cmd{User: u, UID: uid, Market: m}
@@ -71,11 +67,6 @@ func (s *shard) contractQuery(r *Request) {
 	c := &r.Cmd
 	r.Bids, r.Asks, r.Positions = r.Bids[:0], r.Asks[:0], r.Positions[:0]
 	r.Seq = s.seq
-	var all []engine.PositionView // every user's positions, for open interest
-	users := 0
-	if c.Qty == 1 {
-		users = s.eng.Accounts().NumUsers()
-	}
 	var one [2]engine.Level
 	for _, sp := range s.eng.Markets() {
 		if !sp.Contract || c.Market != engine.AllContracts && sp.ID != c.Market {
@@ -90,13 +81,8 @@ func (s *shard) contractQuery(r *Request) {
 			ask = asks[0]
 		}
 		var oi engine.Qty
-		for v := 0; v < users; v++ {
-			all = s.eng.Positions(engine.UserIdx(v), sp.ID, all[:0])
-			for i := range all {
-				if all[i].Side == engine.Long {
-					oi += all[i].Size
-				}
-			}
+		if c.Qty == 1 {
+			oi = s.eng.OpenInterest(sp.ID)
 		}
 		var mode engine.MarginMode
 		var long, short int32

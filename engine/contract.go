@@ -153,6 +153,7 @@ type ctState struct {
 	pages   []*acctPage
 	n       int    // accounts
 	open    int    // positions with a size (both sides count)
+	longQty Qty    // the LONG positions' sizes (open interest; the SHORTs' sum is equal)
 	badDebt Amount // losses no one could pay (see the package comment above)
 	// presets holds the take-profit and stop-loss prices of working opens
 	// placed with them, by order id: the plans that attach them to the
@@ -505,6 +506,9 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 		}
 		ps.size += q
 		ps.opening -= q
+		if o.pos == Long {
+			m.ct.longQty += q
+		}
 		ps.openValue += notional
 		ps.margin += margin
 		ps.openQty += q
@@ -527,6 +531,9 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 			pnl = -pnl
 		}
 		ps.size -= q
+		if o.pos == Long {
+			m.ct.longQty -= q
+		}
 		if ps.size == 0 {
 			m.ct.open--
 			if a.plans > 0 { // the plans of a gone position are cancelled
@@ -774,6 +781,15 @@ func (e *Engine) Settings(u UserIdx, id MarketID) (mode MarginMode, long, short 
 	return mode, lev[0], lev[1], true
 }
 
+// OpenInterest returns the sum of contract market id's LONG positions
+// (equal to the SHORTs').
+func (e *Engine) OpenInterest(id MarketID) Qty {
+	if m := e.market(id); m != nil && m.ct != nil {
+		return m.ct.longQty
+	}
+	return 0
+}
+
 // BadDebt returns contract market id's unpaid losses.
 func (e *Engine) BadDebt(id MarketID) Amount {
 	if m := e.market(id); m != nil && m.ct != nil {
@@ -846,6 +862,9 @@ func (e *Engine) loadContract(r *reader, m *market) error {
 			p.opening, p.funding = Qty(r.i64()), Amount(r.i64())
 			if p.size > 0 {
 				m.ct.open++
+			}
+			if j == 0 {
+				m.ct.longQty += p.size
 			}
 		}
 		if m.ct.get(u) != nil || i > 0 && u <= prev {
@@ -941,8 +960,8 @@ func (e *Engine) checkContract(m *market, frozen func(UserIdx, CoinID, Amount)) 
 			return 0, 0, fmt.Errorf("engine: %s: preset of order %d, which is not a working open", s.Symbol, id)
 		}
 	}
-	if longQty != shortQty {
-		return 0, 0, fmt.Errorf("engine: %s: long size %d, short size %d", s.Symbol, longQty, shortQty)
+	if longQty != shortQty || longQty != m.ct.longQty {
+		return 0, 0, fmt.Errorf("engine: %s: long size %d, short size %d, open interest %d", s.Symbol, longQty, shortQty, m.ct.longQty)
 	}
 	return longVal, shortVal, nil
 }
