@@ -548,7 +548,7 @@ func (e *Engine) settle(m *market, o *order, q Qty, notional Amount, rate int64)
 		ps.realized += pnl
 		delta = pnl - fee
 		if net := margin + pnl - fee; net >= 0 {
-			if o.kind == KindLiquidation { // what is left of a liquidated position's margin
+			if o.kind == KindLiquidation && a.mode == Isolated { // what is left of a liquidated position's margin
 				if ins, ok := e.insuranceUser(); ok && ins != o.user && net > 0 {
 					delta -= net
 					toIns, net = net, 0

@@ -141,6 +141,7 @@ type riskState struct {
 	rebuild bool // work out every user's triggers (after a snapshot load or a rules change)
 	cands   []liqCand
 	adl     []adlCand
+	closes  []posRef
 }
 
 // riskGroup is the contracts of one margin coin.
@@ -529,23 +530,51 @@ func (e *Engine) liquidate(c liqCand) {
 		e.firePlansOf(c.g)
 		return
 	}
-	for _, m := range c.g.markets {
-		if a := m.acct(c.u); a != nil && a.mode == Cross {
-			e.cancelUser(m, c.u)
-		}
-	}
+	// A cross account: its orders go, its positions' margins return to
+	// the wallet (all of it now pays its losses), and its positions close
+	// the most profitable first (uPnL at the marks now), so that a loss
+	// is paid from gains already realized.
+	cl := e.acc.cell(c.u, c.g.coin)
+	rs := e.risk
+	rs.closes = rs.closes[:0]
 	for _, m := range c.g.markets {
 		a := m.acct(c.u)
 		if a == nil || a.mode != Cross {
 			continue
 		}
+		e.cancelUser(m, c.u)
 		for sd := Long; sd <= Short; sd++ {
-			if a.pos[sd-1].size > 0 {
-				e.closeOut(c.g, m, c.u, sd, true)
+			p := &a.pos[sd-1]
+			cl.avail.Add(int64(p.margin))
+			p.margin = 0
+			if p.size > 0 {
+				rs.closes = append(rs.closes, posRef{m, sd, e.upnl(m, p, sd)})
 			}
 		}
 	}
+	slices.SortStableFunc(rs.closes, func(x, y posRef) int { return cmp.Compare(y.upnl, x.upnl) })
+	for _, x := range rs.closes {
+		if x.m.acct(c.u).pos[x.sd-1].size > 0 { // an ADL may have closed it
+			e.closeOut(c.g, x.m, c.u, x.sd, true)
+		}
+	}
 	e.firePlansOf(c.g)
+}
+
+// posRef is a position to close and its uPnL when the order was set.
+type posRef struct {
+	m    *market
+	sd   PosSide
+	upnl Amount
+}
+
+// upnl returns position p's (side sd of m) unrealized PnL at the mark.
+func (e *Engine) upnl(m *market, p *position, sd PosSide) Amount {
+	v := Amount(int64(m.markPrice()) * int64(p.size) * int64(m.spec.QuotePerTickStep))
+	if sd == Long {
+		return v - p.openValue
+	}
+	return p.openValue - v
 }
 
 // firePlansOf fires the plans a liquidation's fills reached.
@@ -571,12 +600,25 @@ func (e *Engine) cancelUser(m *market, u UserIdx) {
 }
 
 // bankruptcy returns the price at which closing u's position sd in m
-// leaves the unit's equity at zero, clamped to one tick.
+// leaves the unit's equity at zero, clamped to one tick: an isolated
+// position's margin; a cross account's D and the losses (not the gains,
+// unrealized) of its other positions.
 func (e *Engine) bankruptcy(g *riskGroup, m *market, u UserIdx, sd PosSide, cross bool) Price {
 	p := &m.acct(u).pos[sd-1]
 	eq := p.margin
 	if cross {
-		eq, _, _ = e.crossEquity(g, u, m, sd)
+		eq = e.crossBase(g, u)
+		for _, x := range g.markets {
+			a := x.acct(u)
+			if a == nil || a.mode != Cross {
+				continue
+			}
+			for i := range a.pos {
+				if o := &a.pos[i]; o.size > 0 && (x != m || PosSide(i+1) != sd) {
+					eq += min(0, e.upnl(x, o, PosSide(i+1)))
+				}
+			}
+		}
 	}
 	den := int64(p.size) * int64(m.spec.QuotePerTickStep)
 	var b int64

@@ -724,6 +724,11 @@ func (s *liqSim) logStats() {
 		s.insFunds[1], s.acc.Total(ins, liqBTC|engine.Futures), s.e.Positions(ins, engine.AllMarkets, nil))
 	for _, c := range s.cts {
 		s.t.Logf("%s: mark %d (start %d), bad debt %d, last %d", c.spec.Symbol, s.e.MarkPrice(c.spec.ID), c.p0, s.e.BadDebt(c.spec.ID), s.e.LastPrice(c.spec.ID))
+		// liquidation closes positions before their money runs out:
+		// bad debt only from a bankruptcy price clamped to one tick
+		if d := s.e.BadDebt(c.spec.ID); d != 0 {
+			s.t.Errorf("%s: bad debt %d", c.spec.Symbol, d)
+		}
 	}
 	s.t.Logf("open positions %d, %d checks, rejects %v", s.e.OpenPositions(), st.checks, st.rejects)
 }

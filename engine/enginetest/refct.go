@@ -307,7 +307,7 @@ func (r *Ref) settle(m *RefMarket, o *RefOrder, q, n int64, rate *big.Rat) (f, p
 		ps.Realized += pnl
 		delta = pnl - f
 		if got := margin + pnl - f; got >= 0 {
-			if ins, ok := r.liqIncome(o); ok { // a liquidation's result is the insurance account's
+			if ins, ok := r.liqIncome(m, o); ok { // a liquidation's result is the insurance account's
 				r.cell(ins, m.Margin).Avail += got
 				defer r.bill(ins, m.Margin, engine.BizLiquidationIncome, got, 0, m.ID, q, n) // after the close's bill
 				delta -= got

@@ -212,10 +212,32 @@ func (r *Ref) liquidate(un liqUnit) {
 	}
 	ps := []posRef{{un.M, un.Pos}}
 	if un.Cross {
+		// the account's margins back to its wallet; its positions by uPnL
+		// at the marks now, highest first (then contract id, LONG first)
 		ps = nil
+		w := r.cell(u, un.Coin)
+		var upnl []*big.Int
 		for _, m := range ms {
-			ps = append(ps, posRef{m, engine.Long}, posRef{m, engine.Short})
+			for i := range m.Accts[u].Pos {
+				p := &m.Accts[u].Pos[i]
+				w.Avail += p.Margin
+				p.Margin = 0
+				if p.Size > 0 {
+					ps = append(ps, posRef{m, engine.PosSide(i + 1)})
+					upnl = append(upnl, m.upnl(p, engine.PosSide(i+1), m.mark()))
+				}
+			}
 		}
+		idx := make([]int, len(ps))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return upnl[b].Cmp(upnl[a]) })
+		sorted := make([]posRef, len(ps))
+		for i, k := range idx {
+			sorted[i] = ps[k]
+		}
+		ps = sorted
 	}
 	for _, p := range ps {
 		if p.m.Accts[u].Pos[p.sd-1].Size > 0 { // an earlier ADL may have closed it
@@ -267,13 +289,15 @@ func (r *Ref) bankruptcy(un liqUnit, m *RefMarket, sd engine.PosSide) int64 {
 	u := un.User
 	ps := &m.Accts[u].Pos[sd-1]
 	margin := bi(ps.Margin)
-	if un.Cross { // E: D and the uPnL of u's other cross positions in the coin
+	if un.Cross { // E: D and the losses (not gains) of u's other cross positions in the coin
 		margin = r.crossD(u, un.Coin)
 		for _, x := range r.crossAccts(u, un.Coin) {
 			for i := range x.Accts[u].Pos {
 				o := &x.Accts[u].Pos[i]
 				if o.Size > 0 && (x != m || engine.PosSide(i+1) != sd) {
-					margin.Add(margin, x.upnl(o, engine.PosSide(i+1), x.mark()))
+					if l := x.upnl(o, engine.PosSide(i+1), x.mark()); l.Sign() < 0 {
+						margin.Add(margin, l)
+					}
 				}
 			}
 		}
@@ -438,10 +462,10 @@ func (r *Ref) takeOver(m *RefMarket, o *RefOrder, q, n int64) {
 }
 
 // liqIncome returns who gets a liquidation fill's non-negative result when
-// o is a liquidation order's close: the insurance account, unless it is
-// the liquidated user or there is none.
-func (r *Ref) liqIncome(o *RefOrder) (engine.UserIdx, bool) {
-	if o.Kind != engine.KindLiquidation || opens(o.Side, o.Pos) {
+// o is a liquidation order's close of an isolated position in m: the
+// insurance account, unless it is the liquidated user or there is none.
+func (r *Ref) liqIncome(m *RefMarket, o *RefOrder) (engine.UserIdx, bool) {
+	if o.Kind != engine.KindLiquidation || opens(o.Side, o.Pos) || m.Accts[o.User].Mode != engine.Isolated {
 		return 0, false
 	}
 	ins, ok := r.Lookup(r.InsUID)
