@@ -234,13 +234,16 @@ func (e *Engine) rekeyDirty() {
 
 // rekey works out user u's triggers in group g.
 func (e *Engine) rekey(g *riskGroup, u UserIdx) {
-	d := e.crossBase(g, u)
 	var one *market // the one contract of u's cross positions, if one
 	n := 0
+	var iso Amount // u's isolated margins in g
 	for _, m := range g.markets {
 		a := m.acct(u)
 		if a == nil {
 			continue
+		}
+		if a.mode == Isolated {
+			iso += a.pos[0].margin + a.pos[1].margin
 		}
 		for i := range a.pos {
 			x := &a.liq[unitLong+i]
@@ -251,31 +254,37 @@ func (e *Engine) rekey(g *riskGroup, u UserIdx) {
 					k0, sl, ss = p.margin+p.openValue, 0, p.size
 				}
 				e.setTrigger(m, x, u, unitLong+uint8(i), k0, sl, ss)
-			} else {
+			} else if x.at > 0 {
 				m.unindex(x)
 			}
 		}
 		if a.mode == Cross && (a.pos[0].size > 0 || a.pos[1].size > 0) {
 			one = m
 			n++
-		}
-	}
-	for _, m := range g.markets {
-		if a := m.acct(u); a != nil && (n != 1 || m != one) {
+		} else if a.liq[unitCross].at > 0 {
 			m.unindex(&a.liq[unitCross])
 		}
 	}
-	if n == 1 {
-		a := one.acct(u)
-		k0 := d - a.pos[0].openValue + a.pos[1].openValue
-		e.setTrigger(one, &a.liq[unitCross], u, unitCross, k0, a.pos[0].size, a.pos[1].size)
-	}
-	i, found := slices.BinarySearch(g.multi, u)
 	switch {
-	case n >= 2 && !found:
-		g.multi = slices.Insert(g.multi, i, u)
-	case n < 2 && found:
-		g.multi = slices.Delete(g.multi, i, i+1)
+	case n == 1:
+		a := one.acct(u)
+		k0 := Amount(e.acc.cell(u, g.coin).total.Load()) - iso - a.pos[0].openValue + a.pos[1].openValue
+		e.setTrigger(one, &a.liq[unitCross], u, unitCross, k0, a.pos[0].size, a.pos[1].size)
+	case n >= 2: // checked exactly after every command instead
+		for _, m := range g.markets {
+			if a := m.acct(u); a != nil {
+				m.unindex(&a.liq[unitCross])
+			}
+		}
+	}
+	if n >= 2 || len(g.multi) > 0 {
+		i, found := slices.BinarySearch(g.multi, u)
+		switch {
+		case n >= 2 && !found:
+			g.multi = slices.Insert(g.multi, i, u)
+		case n < 2 && found:
+			g.multi = slices.Delete(g.multi, i, i+1)
+		}
 	}
 }
 
