@@ -375,14 +375,19 @@ func (f *unitFn) trigger() (t Price, rising, ok bool) {
 	}
 	hi := f.max()
 	rising = !f.falling()
-	// a first guess from floating point: where the line crosses zero
-	slope := float64(int64(f.sl-f.ss)*int64(f.qpts)) - float64(int64(f.sl+f.ss)*int64(f.qpts))*float64(f.mmr)/float64(RateOne)
+	// a first guess: where the line k0 + p × slope crosses zero, the
+	// slope per tick rounded (integers only: the engine has no floats);
+	// the search from it is exact
 	g := Price(1)
-	if slope != 0 {
-		if x := -float64(f.k0) / slope; x >= float64(hi) {
-			g = hi
-		} else if x > 1 {
-			g = Price(x)
+	if hi > 1 { // (sl+ss) × qpts < 2^60: no product below overflows
+		n := int64(f.sl+f.ss) * int64(f.qpts)
+		mm, _ := mulRate(n, f.mmr)
+		if slope := int64(f.sl-f.ss)*int64(f.qpts) - mm; slope != 0 {
+			if x := -int64(f.k0) / slope; x >= int64(hi) {
+				g = hi
+			} else if x > 1 {
+				g = Price(x)
+			}
 		}
 	}
 	// the marks where the predicate holds are a prefix of [1, hi]:
