@@ -248,12 +248,7 @@ func (e *Engine) rekey(g *riskGroup, u UserIdx) {
 		for i := range a.pos {
 			x := &a.liq[unitLong+i]
 			if p := &a.pos[i]; a.mode == Isolated && p.size > 0 {
-				k0 := p.margin - p.openValue
-				sl, ss := p.size, Qty(0)
-				if i == 1 {
-					k0, sl, ss = p.margin+p.openValue, 0, p.size
-				}
-				e.setTrigger(m, x, u, unitLong+uint8(i), k0, sl, ss)
+				e.setTrigger(m, x, u, unitLong+uint8(i), isoFn(m, p, PosSide(i+1)))
 			} else if x.at > 0 {
 				m.unindex(x)
 			}
@@ -268,8 +263,8 @@ func (e *Engine) rekey(g *riskGroup, u UserIdx) {
 	switch {
 	case n == 1:
 		a := one.acct(u)
-		k0 := Amount(e.acc.cell(u, g.coin).total.Load()) - iso - a.pos[0].openValue + a.pos[1].openValue
-		e.setTrigger(one, &a.liq[unitCross], u, unitCross, k0, a.pos[0].size, a.pos[1].size)
+		d := Amount(e.acc.cell(u, g.coin).total.Load()) - iso
+		e.setTrigger(one, &a.liq[unitCross], u, unitCross, crossFn(one, a, d))
 	case n >= 2: // checked exactly after every command instead
 		for _, m := range g.markets {
 			if a := m.acct(u); a != nil {
@@ -306,10 +301,8 @@ func (m *market) unindex(x *liqEntry) {
 	}
 }
 
-// setTrigger indexes unit x of u in m, whose equity less maintenance at
-// mark p is k0 + N(p, sl - ss) - mm(p, sl + ss).
-func (e *Engine) setTrigger(m *market, x *liqEntry, u UserIdx, kind uint8, k0 Amount, sl, ss Qty) {
-	f := unitFn{k0: k0, sl: sl, ss: ss, qpts: m.spec.QuotePerTickStep, mmr: m.spec.MaintRate}
+// setTrigger indexes unit x of u in m, whose equity less maintenance is f.
+func (e *Engine) setTrigger(m *market, x *liqEntry, u UserIdx, kind uint8, f unitFn) {
 	t, rising, ok := f.trigger()
 	if !ok {
 		m.unindex(x)
@@ -336,6 +329,24 @@ type unitFn struct {
 	sl, ss Qty
 	qpts   Amount
 	mmr    int64
+}
+
+// isoFn is isolated position p's (side sd of m) unit function: k0 is its
+// margin less (LONG) or plus (SHORT) its open value.
+func isoFn(m *market, p *position, sd PosSide) unitFn {
+	f := unitFn{k0: p.margin - p.openValue, sl: p.size, qpts: m.spec.QuotePerTickStep, mmr: m.spec.MaintRate}
+	if sd == Short {
+		f.k0, f.sl, f.ss = p.margin+p.openValue, 0, p.size
+	}
+	return f
+}
+
+// crossFn is the unit function of a cross account whose positions in m
+// are a's, base being D plus whatever else it holds (equity less
+// maintenance of its positions in other contracts).
+func crossFn(m *market, a *ctAcct, base Amount) unitFn {
+	return unitFn{k0: base - a.pos[0].openValue + a.pos[1].openValue, sl: a.pos[0].size, ss: a.pos[1].size,
+		qpts: m.spec.QuotePerTickStep, mmr: m.spec.MaintRate}
 }
 
 // triggerSpan bounds the marks triggers are worked out over: N(p, size)
@@ -796,19 +807,15 @@ func (e *Engine) checkRiskState() error {
 				}
 				for kind := uint8(unitCross); kind <= unitShort; kind++ {
 					x := &a.liq[kind]
-					f := unitFn{qpts: m.spec.QuotePerTickStep, mmr: m.spec.MaintRate}
+					var f unitFn
 					want := false
 					switch {
 					case kind == unitCross:
-						f.k0, f.sl, f.ss = d-a.pos[0].openValue+a.pos[1].openValue, a.pos[0].size, a.pos[1].size
+						f = crossFn(m, a, d)
 						want = a.mode == Cross && n == 1 && f.sl+f.ss > 0
 					default:
 						p := &a.pos[kind-unitLong]
-						if kind == unitLong {
-							f.k0, f.sl = p.margin-p.openValue, p.size
-						} else {
-							f.k0, f.ss = p.margin+p.openValue, p.size
-						}
+						f = isoFn(m, p, PosSide(kind))
 						want = a.mode == Isolated && p.size > 0
 						if want && e.underwater(liqCand{u: u, kind: kind, m: m, g: g}) {
 							return fmt.Errorf("engine: %s: user %d: isolated position %d left underwater", m.spec.Symbol, e.acc.UID(u), kind)
@@ -843,12 +850,9 @@ func (e *Engine) liqPrice(m *market, u UserIdx, a *ctAcct, sd PosSide) Price {
 		return 0
 	}
 	s := m.spec
-	f := unitFn{qpts: s.QuotePerTickStep, mmr: s.MaintRate}
-	if p := &a.pos[sd-1]; a.mode == Isolated {
-		f.k0, f.sl = p.margin-p.openValue, p.size
-		if sd == Short {
-			f.k0, f.sl, f.ss = p.margin+p.openValue, 0, p.size
-		}
+	var f unitFn
+	if a.mode == Isolated {
+		f = isoFn(m, &a.pos[sd-1], sd)
 	} else {
 		for _, g := range rs.groups {
 			if g.coin != s.Margin {
@@ -861,7 +865,7 @@ func (e *Engine) liqPrice(m *market, u UserIdx, a *ctAcct, sd PosSide) Price {
 			ns := Amount(int64(mark) * int64(a.pos[1].size) * int64(s.QuotePerTickStep))
 			eq -= nl - a.pos[0].openValue + a.pos[1].openValue - ns
 			mm -= Fee(nl+ns, s.MaintRate)
-			f.k0, f.sl, f.ss = eq-mm-a.pos[0].openValue+a.pos[1].openValue, a.pos[0].size, a.pos[1].size
+			f = crossFn(m, a, eq-mm)
 		}
 	}
 	if t, _, ok := f.trigger(); ok {
