@@ -318,11 +318,45 @@ func (g *Group) run() {
 	flush.Stop()
 	defer flush.Stop()
 	flushing := false
+	// A Ready whose write must be synced is written by the writer
+	// goroutine while the loop goes on stepping messages and taking
+	// proposals (they join the next Ready); one at a time, and no snapshot
+	// or compaction of the log meanwhile (snapc is off).
+	var saving *readyJob
+	jobs := make(chan *readyJob)
+	saved := make(chan *readyJob, 1)
+	go func() {
+		for j := range jobs {
+			j.err = n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, j.wrote)
+			saved <- j
+		}
+	}()
+	defer func() {
+		if saving != nil {
+			<-saved // the caller may close the DB once run returns
+		}
+		close(jobs)
+	}()
+	fail := func(err error) {
+		g.err = err
+		g.cfg.Logger.Error("replica: member stopped", "id", g.cfg.ID, "err", err)
+		n.failAll(ErrClosed)
+	}
 	for {
+		snapc := g.snapc
+		if saving != nil {
+			snapc = nil
+		}
 		select {
 		case <-g.stop:
 			n.failAll(ErrClosed)
 			return
+		case j := <-saved:
+			saving = nil
+			if err := n.readyEnd(j); err != nil {
+				fail(err)
+				return
+			}
 		case <-tick.C:
 			n.tick()
 		case <-flush.C:
@@ -364,21 +398,26 @@ func (g *Group) run() {
 			}
 		case c := <-g.statusc:
 			c <- n.status()
-		case req := <-g.snapc:
+		case req := <-snapc:
 			req.res <- n.snapshotAt(req.index, req.data)
 		}
-		for {
-			more, err := n.ready()
-			if err != nil {
-				g.err = err
-				g.cfg.Logger.Error("replica: member stopped", "id", g.cfg.ID, "err", err)
-				n.failAll(ErrClosed)
-				return
-			}
-			if !more {
+		for saving == nil {
+			j := n.readyBegin()
+			if j == nil {
 				break
 			}
+			if j.mustSync() {
+				saving = j
+				jobs <- j
+				break
+			}
+			j.err = n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, j.wrote)
+			if err := n.readyEnd(j); err != nil {
+				fail(err)
+				return
+			}
 		}
+		n.ackEarly()
 		if len(n.held) > 0 && !flushing {
 			flush.Reset(g.cfg.CommitDelay)
 			flushing = true

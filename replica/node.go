@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -83,6 +84,7 @@ func openEnvelope(b []byte) (nonce, seq uint64, data []byte, err error) {
 type proposal struct {
 	seq   uint64
 	index uint64 // 0 until the entry is appended to the local log
+	term  uint64 // the entry's term, once appended
 	born  int64  // tick count when proposed
 	done  func(index uint64, err error)
 }
@@ -135,7 +137,12 @@ type node struct {
 	lastHeard map[uint64]int64 // peer -> tick count when a message last came from it
 
 	held map[uint64]raftpb.Message // HoldCommit: by follower, the newest commit-only append held back
-	out  []raftpb.Message
+	// written is the last index of the newest entries written to the
+	// local log (set by the writer before their sync: Group.run); ackedTo
+	// the index up to which ackEarly answered.
+	written atomic.Uint64
+	ackedTo uint64
+	out     []raftpb.Message
 
 	leaderChanges uint64
 	snapsReceived uint64 // snapshots restored from the leader's messages
@@ -302,11 +309,44 @@ func (n *node) finish(p *proposal, index uint64, err error) {
 //  4. a received snapshot is restored and the committed entries applied;
 //  5. Advance, and a snapshot of the state machine when enough was applied.
 //
-// An error is fatal: storage or the state machine failed, and the member
-// must stop.
+// readyBegin does 1 and returns the write (2) to do, readyEnd the rest once
+// it is done; Group.run writes on another goroutine meanwhile and steps
+// messages (raft takes them between Ready and Advance), ready does all in
+// turn. An error is fatal: storage or the state machine failed, and the
+// member must stop.
 func (n *node) ready() (bool, error) {
-	if !n.rn.HasReady() {
+	j := n.readyBegin()
+	if j == nil {
 		return false, nil
+	}
+	j.err = n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, j.wrote)
+	return true, n.readyEnd(j)
+}
+
+// readyJob is a Ready between readyBegin and readyEnd.
+type readyJob struct {
+	n       *node
+	rd      raft.Ready
+	leading bool
+	err     error
+}
+
+// wrote records the job's entries as written (before their sync).
+func (j *readyJob) wrote() {
+	if k := len(j.rd.Entries); k > 0 {
+		j.n.written.Store(j.rd.Entries[k-1].Index)
+	}
+}
+
+// mustSync reports whether the job's write must be synced (else it is a
+// commit index only, written at once on the loop).
+func (j *readyJob) mustSync() bool {
+	return !raft.IsEmptySnap(j.rd.Snapshot) || raft.MustSync(j.rd.HardState, j.n.st.HardState(), len(j.rd.Entries))
+}
+
+func (n *node) readyBegin() *readyJob {
+	if !n.rn.HasReady() {
+		return nil
 	}
 	rd := n.rn.Ready()
 	if rd.SoftState != nil {
@@ -324,30 +364,64 @@ func (n *node) ready() (bool, error) {
 	} else {
 		clear(n.held) // of a term this member no longer leads
 	}
-	if err := n.st.Save(rd.HardState, rd.Entries, rd.Snapshot); err != nil {
-		return true, fmt.Errorf("replica: save raft state: %w", err)
-	}
 	for i := range rd.Entries {
 		n.appended(&rd.Entries[i])
 	}
-	if !leading {
+	return &readyJob{n: n, rd: rd, leading: leading}
+}
+
+func (n *node) readyEnd(j *readyJob) error {
+	if j.err != nil {
+		return fmt.Errorf("replica: save raft state: %w", j.err)
+	}
+	rd := j.rd
+	if !j.leading {
 		n.send(rd.Messages)
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := n.restore(rd.Snapshot); err != nil {
-			return true, err
+			return err
 		}
 	}
 	for i := range rd.CommittedEntries {
 		if err := n.apply(&rd.CommittedEntries[i]); err != nil {
-			return true, err
+			return err
 		}
 	}
 	n.rn.Advance(rd)
-	if err := n.maybeSnapshot(); err != nil {
-		return true, err
+	return n.maybeSnapshot()
+}
+
+// ackEarly answers, on the leader, the proposals whose entries are
+// committed and written to the local log, without waiting for the Ready
+// that wrote them to finish: raft counts the leader toward a commit only
+// once its own write is synced (Advance), so a commit reached meanwhile is
+// the followers' quorum, every one of them synced; and the entry's write
+// already precedes in the WAL anything its answer leads the caller to
+// commit. An entry of the term this member still leads is its own at that
+// index (a leader never replaces its log). So a stalled sync on the leader
+// does not hold up its answers while the followers keep up.
+func (n *node) ackEarly() {
+	if len(n.pending) == 0 {
+		return
 	}
-	return true, nil
+	bs := n.rn.BasicStatus()
+	lim := min(bs.Commit, n.written.Load())
+	if bs.RaftState != raft.StateLeader || lim <= n.ackedTo {
+		return
+	}
+	for idx, ps := range n.byIndex {
+		if idx > lim || idx <= n.ackedTo {
+			continue
+		}
+		for _, p := range ps {
+			if _, live := n.pending[p.seq]; live && p.term == bs.Term {
+				delete(n.pending, p.seq)
+				n.finish(p, idx, nil)
+			}
+		}
+	}
+	n.ackedTo = lim
 }
 
 // hold returns the leader's messages to send now. With HoldCommit, an
@@ -420,7 +494,7 @@ func (n *node) appended(e *raftpb.Entry) {
 		return
 	}
 	if p, ok := n.pending[seq]; ok && p.index == 0 {
-		p.index = e.Index
+		p.index, p.term = e.Index, e.Term
 		n.byIndex[e.Index] = append(n.byIndex[e.Index], p)
 	}
 }

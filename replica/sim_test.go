@@ -126,6 +126,10 @@ type simMember struct {
 	n       *node
 	sm      *recorder
 	reports []report // snapshot reports to hand raft after the Ready
+	// A Ready begun and not ended (as Group.run writes it on another
+	// goroutine while stepping messages), and whether it was written.
+	job   *readyJob
+	saved bool
 }
 
 type simMsg struct {
@@ -134,14 +138,15 @@ type simMsg struct {
 }
 
 type simGroup struct {
-	t       *testing.T
-	rng     *rand.Rand
-	members map[uint64]*simMember
-	ids     []uint64
-	net     []simMsg
-	cut     map[uint64]bool // isolated members: nothing to or from them
-	seen    *seenLog
-	nonce   uint64
+	t        *testing.T
+	draining bool // settle runs every Ready to its end
+	rng      *rand.Rand
+	members  map[uint64]*simMember
+	ids      []uint64
+	net      []simMsg
+	cut      map[uint64]bool // isolated members: nothing to or from them
+	seen     *seenLog
+	nonce    uint64
 
 	acked   map[uint64][]byte // index -> data, of every successful propose
 	refused map[string]error  // data -> error, of proposes refused for good
@@ -198,6 +203,7 @@ func (g *simGroup) crash(m *simMember) {
 	fs := m.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	m.db.Close()
 	m.fs = fs
+	m.job, m.saved = nil, false
 	m.reports = nil
 	g.start(m, false)
 }
@@ -216,17 +222,37 @@ func (g *simGroup) send(from *simMember, msgs []raftpb.Message) {
 	}
 }
 
-// settle runs every member's Ready until none has one.
+// settle runs the members' Readies. Each step of one (begin, write, end)
+// may be left for a later event, as the write of a Group's Ready may take
+// a while, during which messages are stepped, proposals taken and early
+// answers given; while draining, all are run until none is left.
 func (g *simGroup) settle() {
 	for again := true; again; {
 		again = false
 		for _, id := range g.ids {
 			m := g.members[id]
-			more, err := m.n.ready()
+			if m.job == nil {
+				if m.job = m.n.readyBegin(); m.job == nil {
+					continue
+				}
+				again = true
+			}
+			if !m.saved {
+				if !g.draining && g.rng.IntN(4) == 0 {
+					continue
+				}
+				m.job.err = m.n.st.save(m.job.rd.HardState, m.job.rd.Entries, m.job.rd.Snapshot, m.job.wrote)
+				m.saved, again = true, true
+			}
+			m.n.ackEarly()
+			if !g.draining && g.rng.IntN(4) == 0 {
+				continue
+			}
+			err := m.n.readyEnd(m.job)
+			m.job, m.saved, again = nil, false, true
 			if err != nil {
 				g.t.Fatalf("member %d: %v", id, err)
 			}
-			again = again || more
 			for _, r := range m.reports {
 				m.n.rn.ReportSnapshot(r.id, raft.SnapshotFinish)
 			}
@@ -253,7 +279,9 @@ func (g *simGroup) deliver(i int, keep bool) {
 	if g.cut[m.From] || g.cut[m.To] {
 		return
 	}
-	g.members[msg.to].n.step(m)
+	to := g.members[msg.to]
+	to.n.step(m)
+	to.n.ackEarly()
 }
 
 func (g *simGroup) leader() *simMember {
@@ -332,6 +360,7 @@ func (g *simGroup) run(seed uint64, steps int) {
 
 	// Heal, and run until every member applied everything committed.
 	clear(g.cut)
+	g.draining = true
 	for round := 0; ; round++ {
 		if round > 3000 {
 			g.t.Fatalf("seed %d: no convergence: %v", seed, g.describe())

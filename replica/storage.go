@@ -346,8 +346,26 @@ func (s *Storage) SnapshotMeta() raftpb.SnapshotMetadata {
 // their indexes and after), then the hard state. Only once Save returns may
 // the messages that depend on it be sent.
 func (s *Storage) Save(hard raftpb.HardState, ents []raftpb.Entry, snap raftpb.Snapshot) error {
+	return s.save(hard, ents, snap, nil)
+}
+
+// save is Save; written, if not nil, is called once the batch is in the
+// WAL, before it is synced: whatever is committed to the DB after that
+// comes after it in the WAL, so a crash that keeps the later write keeps
+// this one. The storage's lock is not held while the batch is written and
+// synced: raft may read the log meanwhile (its entries before this
+// Ready's, which it holds as stable; the new ones it reads from its own
+// memory until Advance), and the new state is installed once the write is
+// durable. One save at a time, and no snapshot or compaction during one
+// (Group.run).
+func (s *Storage) save(hard raftpb.HardState, ents []raftpb.Entry, snap raftpb.Snapshot, written func()) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	b := s.db.NewBatch()
 	defer b.Close()
 
@@ -448,13 +466,22 @@ func (s *Storage) Save(hard raftpb.HardState, ents []raftpb.Entry, snap raftpb.S
 	// leader, and it is never behind what was applied, since everything
 	// applied was written after it in the same WAL, which a crash cuts
 	// only at its end. Entries, a vote, a term and a snapshot are synced.
-	opt := pebble.NoSync
-	if !raft.IsEmptySnap(snap) || raft.MustSync(hard, s.hard, len(ents)) {
-		opt = pebble.Sync
-	}
-	if err := b.Commit(opt); err != nil {
+	sync := !raft.IsEmptySnap(snap) || raft.MustSync(hard, s.hard, len(ents))
+	s.mu.Unlock()
+	locked = false
+	if err := b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
+	if written != nil {
+		written()
+	}
+	if sync {
+		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	locked = true
 	if !raft.IsEmptyHardState(hard) {
 		s.hard = hard
 	}
