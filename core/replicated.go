@@ -106,7 +106,29 @@ type replicated struct {
 
 	group *journal.Group // the applied index's writes (apply goroutine)
 	kv    [][2][]byte
+
+	// Committed entries are applied by their own goroutine (applier), not
+	// by the raft loop, so that a follower's acknowledgement of the next
+	// entry never waits for the shards to apply this one. The raft loop
+	// queues them in index order; handled is the last index the applier
+	// is done with (applied, or this run's own, which the committer
+	// journals), queued the entries given to it and not yet handled.
+	applyQ  chan replEntry
+	queued  atomic.Int64
+	handled atomic.Uint64
 }
+
+// replEntry is a committed entry queued for the applier.
+type replEntry struct {
+	index uint64
+	data  []byte
+	own   bool
+}
+
+// replApplyQueue bounds the committed entries queued for the applier; with
+// it full, the raft loop waits (a follower that cannot keep up with
+// applying stops acknowledging, and the leader's flow control holds).
+const replApplyQueue = 256
 
 // replayJob is one shard's part of a committed entry.
 type replayJob struct {
@@ -119,7 +141,8 @@ func newReplicated(n *Node, o ReplicaOptions) *replicated {
 	var nb [8]byte
 	rand.Read(nb[:])
 	r := &replicated{n: n, opt: o, log: n.log, nonce: binary.LittleEndian.Uint64(nb[:]),
-		writableCh: make(chan struct{}), deposed: make(chan struct{}), stop: make(chan struct{})}
+		writableCh: make(chan struct{}), deposed: make(chan struct{}), stop: make(chan struct{}),
+		applyQ: make(chan replEntry, replApplyQueue)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -134,7 +157,10 @@ func (r *replicated) start() error {
 		return fmt.Errorf("core: replica applied index: %w", err)
 	}
 	r.applied.Store(applied)
+	r.handled.Store(applied)
 	r.group = r.n.store.NewGroup()
+	r.wg.Add(1)
+	go r.applier()
 	members := make([]uint64, 0, len(r.opt.Peers))
 	peers := map[uint64]string{}
 	for id, a := range r.opt.Peers {
@@ -202,12 +228,22 @@ func (r *replicated) watch() {
 		if lead != r.opt.ID {
 			continue
 		}
-		// Every entry before this no-op is applied once it commits: raft
-		// applies in index order, and Apply returns after the shards did.
+		// Every entry before this no-op is applied once the applier has
+		// handled it: raft hands entries over in index order, and the
+		// applier takes them in that order.
 		idx, err := r.g.Propose(r.ctx, head)
 		if err != nil {
 			r.log.Info("core: replica: no-op as new leader not committed; trying again", "err", err)
 			continue
+		}
+		for r.handled.Load() < idx {
+			select {
+			case <-r.stop:
+				return
+			case <-r.deposed:
+				return
+			case <-time.After(time.Millisecond):
+			}
 		}
 		r.writable.Store(true)
 		close(r.writableCh)
@@ -266,13 +302,14 @@ func (c *committer) runReplicated() {
 		<-finished
 	}()
 	var last int64
+	var rate replRate
 	for {
 		select {
 		case <-c.wake:
 		case <-c.stop:
 			return
 		}
-		if d := last + int64(c.pace.syncGap()) - nanotime(); d > 0 {
+		if d := last + int64(rate.gap(c.pace, nanotime())) - nanotime(); d > 0 {
 			sl.sleep(time.Duration(d))
 		}
 		c.mu.Lock()
@@ -303,6 +340,50 @@ func (c *committer) runReplicated() {
 		}
 		slots <- slot
 	}
+}
+
+// replRate spaces a replicated node's entries by its load. Every entry
+// costs each member a fixed amount (a log write and fdatasync, messages,
+// the wake-ups of applying it), about as much on a follower as applying a
+// few hundred commands, so under load entries are spaced further apart to
+// carry more commands each: replGapMin up to replLoadLow commands/s,
+// rising to replGapMax at replLoadHigh. An answer waits for its entry's
+// slot; at low load that wait stays short (bench/LOG.md, "Replicated
+// entries spaced by load").
+type replRate struct {
+	at, cmds int64 // the window's start (nanotime) and syncPace.cmds then
+	cur      time.Duration
+}
+
+const (
+	replGapMin   = paceGap
+	replGapMax   = 1500 * time.Microsecond
+	replLoadLow  = 1000 // commands/s
+	replLoadHigh = 4000
+)
+
+// gap returns the gap to keep between entries, re-deciding it from the
+// commands applied once per paceWindow.
+func (r *replRate) gap(p *syncPace, now int64) time.Duration {
+	if d := now - r.at; d >= int64(paceWindow) {
+		n := p.cmds.Load()
+		if r.at != 0 {
+			r.cur = replGapFor((n - r.cmds) * int64(time.Second) / d)
+		}
+		r.at, r.cmds = now, n
+	}
+	return max(r.cur, replGapMin)
+}
+
+// replGapFor returns the gap between entries at rate commands/s.
+func replGapFor(rate int64) time.Duration {
+	switch {
+	case rate <= replLoadLow:
+		return replGapMin
+	case rate >= replLoadHigh:
+		return replGapMax
+	}
+	return replGapMin + (replGapMax-replGapMin)*time.Duration(rate-replLoadLow)/(replLoadHigh-replLoadLow)
 }
 
 // replPipeline bounds the slots proposed and not yet finished.
@@ -386,7 +467,66 @@ func replyErr(err error) error {
 // replSM is the group's state machine.
 type replSM struct{ r *replicated }
 
-func (m replSM) Apply(index uint64, data []byte) error { return m.r.apply(index, data) }
+// Apply queues a committed entry for the applier (on the raft loop). The
+// member's own entries of this run need nothing applied: when nothing is
+// queued before one, it is handled at once, without a wake-up.
+func (m replSM) Apply(index uint64, data []byte) error {
+	r := m.r
+	if len(data) < replEntryHead || data[0] != replEntryVersion {
+		return fmt.Errorf("core: entry %d is not a replicated batch (%d bytes)", index, len(data))
+	}
+	own := binary.LittleEndian.Uint64(data[1:]) == r.opt.ID && binary.LittleEndian.Uint64(data[9:]) == r.nonce
+	if own && r.queued.Load() == 0 {
+		r.handled.Store(index)
+		return nil
+	}
+	r.queued.Add(1)
+	select {
+	case r.applyQ <- replEntry{index: index, data: data, own: own}:
+		return nil
+	case <-r.stop:
+		return ErrClosed
+	}
+}
+
+// applier applies the queued entries in order. After a failure it applies
+// nothing more (the journal would have a gap) and deposes the node, which
+// restarts and applies them again from the log.
+func (r *replicated) applier() {
+	defer r.wg.Done()
+	failed := false
+	for {
+		var e replEntry
+		select {
+		case e = <-r.applyQ:
+		case <-r.stop:
+			return
+		}
+		if !e.own && !failed {
+			if err := r.apply(e.index, e.data); err != nil {
+				failed = true
+				r.depose(fmt.Errorf("%w: %w", errDeposed, err))
+			}
+		}
+		if !failed {
+			r.handled.Store(e.index)
+		}
+		r.queued.Add(-1)
+	}
+}
+
+// drain waits until the applier has handled every entry queued (the raft
+// loop, which alone queues them, calls it).
+func (r *replicated) drain() error {
+	for r.queued.Load() != 0 {
+		select {
+		case <-r.stop:
+			return ErrClosed
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	return nil
+}
 
 func (m replSM) Snapshot() ([]byte, error) {
 	return nil, errors.New("core: a replica snapshot is taken at a barrier (snapshotted), never by the raft loop")
@@ -401,6 +541,9 @@ func (m replSM) Snapshot() ([]byte, error) {
 // entries the snapshot covers are not on this member.
 func (m replSM) Restore(index uint64, data []byte) error {
 	r := m.r
+	if err := r.drain(); err != nil {
+		return err
+	}
 	if index <= r.applied.Load() {
 		return nil
 	}
@@ -454,12 +597,6 @@ func (r *replicated) snapshotted(idx uint64, v []byte) {
 // some shards' records: the entry is applied again, and each shard skips
 // the records it holds.
 func (r *replicated) apply(index uint64, data []byte) error {
-	if len(data) < replEntryHead || data[0] != replEntryVersion {
-		return fmt.Errorf("core: entry %d is not a replicated batch (%d bytes)", index, len(data))
-	}
-	if binary.LittleEndian.Uint64(data[1:]) == r.opt.ID && binary.LittleEndian.Uint64(data[9:]) == r.nonce {
-		return nil // ours: the committer journals it once Propose returns
-	}
 	n := r.n
 	recs, err := journal.DecodeRows(data[replEntryHead:], n.nMarket)
 	if err != nil {
@@ -683,7 +820,7 @@ func (c replCollector) Collect(ch chan<- prometheus.Metric) {
 			g(replLagDesc, st.Commit-min(m, st.Commit), strconv.FormatUint(id, 10))
 		}
 	} else {
-		g(replLagDesc, st.Commit-min(st.Applied, st.Commit), strconv.FormatUint(r.opt.ID, 10))
+		g(replLagDesc, st.Commit-min(r.handled.Load(), st.Commit), strconv.FormatUint(r.opt.ID, 10))
 	}
 	ch <- prometheus.MustNewConstMetric(replChangesDesc, prometheus.CounterValue, float64(st.LeaderChanges))
 	ch <- prometheus.MustNewConstMetric(replRefusedDesc, prometheus.CounterValue, float64(r.refused.Load()))
