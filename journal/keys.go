@@ -12,6 +12,8 @@ import (
 //	"m"                                           meta: shard count, coins, markets
 //	"j" shard(1) firstSeq(8)                      journal record of one batch
 //	"s" snapNo(8)                                 snapshot
+//	"i" snapNo(8)                                 (empty) snapshot snapNo was installed from
+//	                                              the replicated group, not taken here
 //	"o" uid(8) market(2) firstOrderID(8)          orders uid created in market in one batch
 //	                                              and that finished in it
 //	"l" uid(8) market(2) orderID(8)               an order that finished after the batch
@@ -36,6 +38,7 @@ const (
 	pfxMeta     = 'm'
 	pfxJournal  = 'j'
 	pfxSnapshot = 's'
+	pfxInstall  = 'i'
 	pfxOrder    = 'o'
 	pfxLater    = 'l'
 	pfxClientID = 'c'
@@ -60,6 +63,10 @@ func journalKey(dst []byte, shard int, seq uint64) []byte {
 
 func snapshotKey(dst []byte, n uint64) []byte {
 	return be.AppendUint64(append(dst, pfxSnapshot), n)
+}
+
+func installKey(dst []byte, n uint64) []byte {
+	return be.AppendUint64(append(dst, pfxInstall), n)
 }
 
 func orderBlockKey(dst []byte, uid int64, m engine.MarketID, first int64) []byte {

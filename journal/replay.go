@@ -26,6 +26,10 @@ type State struct {
 	FeeUID   int64
 	Seqs     []uint64
 	Times    []int64
+	// FromInstalled is, after a full replay, the number of the snapshot
+	// the replay had to continue from: one this member installed from its
+	// replicated group, whose journal records it never wrote. 0: none.
+	FromInstalled uint64
 }
 
 // MarketShards returns the number of market shards; the ledger is shard
@@ -72,7 +76,8 @@ type LoadOptions struct {
 	// InsuranceUID pays contract losses beyond a position's margin (0: none).
 	InsuranceUID int64
 	// FullReplay ignores snapshots: every shard's journal is replayed
-	// from seq 1 (audit).
+	// from seq 1 (audit), but across a snapshot installed from the
+	// replicated group (State.FromInstalled).
 	FullReplay bool
 	// OnAddUser is called for every registered user: those a loaded
 	// snapshot holds, then every CmdAddUser replayed, in order.
@@ -124,8 +129,9 @@ func (s *Store) Load(o LoadOptions) (*State, error) {
 	if o.Shards > 0 && o.Shards != m.Shards {
 		s.log.Warn("journal: the data directory keeps its shard count", "dir", s.dir, "shards", m.Shards, "asked", o.Shards)
 	}
-	st := newState(m.Shards, o.Coins, nm.Markets, o.FeeUID, o.InsuranceUID)
-	if err := s.recover(st, o.FullReplay, o.OnAddUser); err != nil {
+	st, err := s.recover(func() *State { return newState(m.Shards, o.Coins, nm.Markets, o.FeeUID, o.InsuranceUID) },
+		o.FullReplay, o.OnAddUser)
+	if err != nil {
 		return nil, err
 	}
 	if !s.readOnly {
@@ -144,49 +150,65 @@ func (s *Store) Load(o LoadOptions) (*State, error) {
 	return st, nil
 }
 
-// recover loads the newest valid snapshot into st and replays every
-// shard's journal after it: the ledger first (market commands refer to
-// users it registered), then the market shards in parallel. Recorded
-// decisions make the result independent of the order shards replay in.
-func (s *Store) recover(st *State, full bool, onAddUser func(*engine.Cmd)) error {
+// recover loads the newest valid snapshot into a new state (from fresh)
+// and replays every shard's journal after it: the ledger first (market
+// commands refer to users it registered), then the market shards in
+// parallel. Recorded decisions make the result independent of the order
+// shards replay in.
+//
+// With full, no snapshot is loaded, except one installed from the
+// replicated group: the member's journal stops short of it and goes on
+// after it. The records up to it are replayed (checked), then the replay
+// goes on from it. A gap it does not cover is a missing record.
+func (s *Store) recover(fresh func() *State, full bool, onAddUser func(*engine.Cmd)) (*State, error) {
 	t0 := time.Now()
+	st := fresh()
 	from, loaded, err := s.loadSnapshot(st, full)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if loaded {
-		if err := s.installRules(st); err != nil {
-			return err
+	var jumps []uint64      // installed snapshots to go on from, in order
+	var jumpSeqs [][]uint64 // and their sequences
+	if full {
+		if jumps, jumpSeqs, err = s.installJumps(st.MarketShards()); err != nil {
+			return nil, err
 		}
 	}
-	if onAddUser != nil && loaded {
-		if err := s.announceUsers(st, onAddUser); err != nil {
-			return err
+	total, announced := 0, 0
+	for k := 0; ; k++ {
+		if loaded {
+			if err := s.installRules(st); err != nil {
+				return nil, err
+			}
+			if onAddUser != nil {
+				if err := s.announceUsers(st, announced, onAddUser); err != nil {
+					return nil, err
+				}
+			}
 		}
-	}
-	ledger := st.MarketShards()
-	n, err := s.replay(st, ledger, from[ledger], onAddUser)
-	if err != nil {
-		return err
-	}
-	total := n
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	errs := make([]error, ledger)
-	for i := 0; i < ledger; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			k, err := s.replay(st, i, from[i], onAddUser)
-			errs[i] = err
-			mu.Lock()
-			total += k
-			mu.Unlock()
-		}(i)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
+		var upto []uint64 // before a jump: the records up to its sequences
+		if k < len(jumps) {
+			upto = jumpSeqs[k]
+		}
+		n, err := s.replayShards(st, from, upto, onAddUser)
+		total += n
+		if err != nil {
+			return nil, err
+		}
+		if k == len(jumps) {
+			break
+		}
+		announced = st.Accounts.NumUsers()
+		st = fresh()
+		if err := s.loadInstalled(st, jumps[k]); err != nil {
+			return nil, err
+		}
+		for i := range from {
+			from[i] = st.Seqs[i] + 1
+		}
+		loaded, st.FromInstalled = true, jumps[k]
+		s.log.Warn("journal: full replay goes on from a snapshot this member installed from its group: the journal records it covers were not written here",
+			"snapshot", jumps[k], "seqs", st.Seqs)
 	}
 	for _, e := range st.Engines {
 		e.Flush()
@@ -194,13 +216,46 @@ func (s *Store) recover(st *State, full bool, onAddUser func(*engine.Cmd)) error
 	s.replayed, s.replayDur = total, time.Since(t0)
 	if engine.Invariants {
 		if err := engine.CheckInvariants(st.Accounts, st.Engines); err != nil {
-			return fmt.Errorf("journal: invariant violated after replay: %w", err)
+			return nil, fmt.Errorf("journal: invariant violated after replay: %w", err)
 		}
 	}
 	if total > 0 || !s.fresh {
 		s.log.Info("journal: replayed", "commands", total, "shards", len(st.Engines), "took", time.Since(t0).Round(time.Millisecond))
 	}
-	return nil
+	return st, nil
+}
+
+// replayShards replays each shard's journal from from (up to its records
+// starting at or before upto, when given): the ledger first, then the
+// market shards in parallel.
+func (s *Store) replayShards(st *State, from, upto []uint64, onAddUser func(*engine.Cmd)) (int, error) {
+	end := func(i int) uint64 {
+		if upto == nil {
+			return 0
+		}
+		return upto[i] + 1
+	}
+	ledger := st.MarketShards()
+	total, err := s.replay(st, ledger, from[ledger], end(ledger), onAddUser)
+	if err != nil {
+		return total, err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	errs := make([]error, ledger)
+	for i := 0; i < ledger; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			k, err := s.replay(st, i, from[i], end(i), onAddUser)
+			errs[i] = err
+			mu.Lock()
+			total += k
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
 }
 
 // Replayed returns how many journaled commands Load replayed and how long
@@ -211,15 +266,22 @@ func (s *Store) Replayed() (int, time.Duration) { return s.replayed, s.replayDur
 // lines.
 const replayProgress = 1 << 22
 
-// replay applies shard's journal from seq from on to its engine. A record
-// that fails its checks is refused wherever it is: Pebble writes a batch
-// atomically (a torn write is dropped with the WAL's tail, checkWALs), so
-// a bad record is damage, never a batch cut short.
-func (s *Store) replay(st *State, shard int, from uint64, onAddUser func(*engine.Cmd)) (int, error) {
+// replay applies shard's journal from seq from on (its records starting
+// before below, if not 0) to its engine. A record that fails its checks is
+// refused wherever it is: Pebble writes a batch atomically (a torn write
+// is dropped with the WAL's tail, checkWALs), so a bad record is damage,
+// never a batch cut short.
+func (s *Store) replay(st *State, shard int, from, below uint64, onAddUser func(*engine.Cmd)) (int, error) {
 	t0 := time.Now()
 	e := st.Engines[shard]
 	lower := journalKey(nil, shard, from)
 	upper := []byte{pfxJournal, byte(shard + 1)}
+	if below != 0 {
+		if below <= from {
+			return 0, nil
+		}
+		upper = journalKey(nil, shard, below)
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return 0, wrapPebble(fmt.Sprintf("shard %d", shard), err)

@@ -188,7 +188,9 @@ func (g *Group) CommitRows(bs []*Batch, extra [][2][]byte, sync bool) (err error
 // WriteSnapshotRows stores v (a snapshot another member took, received
 // through raft) as the newest snapshot, with the rows extra (the applied
 // index) in the same synced batch, so that a restart loads it and knows
-// which entry it follows.
+// which entry it follows. The batch also marks it installed ("i"): the
+// journal records it covers are not on this member, so it is never
+// pruned and a full replay continues from it (recover).
 func (s *Store) WriteSnapshotRows(v []byte, extra [][2][]byte) (uint64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -199,6 +201,7 @@ func (s *Store) WriteSnapshotRows(v []byte, extra [][2][]byte) (uint64, error) {
 	defer b.Close()
 	no := s.snapNo + 1
 	b.Set(snapshotKey(nil, no), v, nil)
+	b.Set(installKey(nil, no), nil, nil)
 	for _, kv := range extra {
 		b.Set(kv[0], kv[1], nil)
 	}
@@ -206,6 +209,7 @@ func (s *Store) WriteSnapshotRows(v []byte, extra [][2][]byte) (uint64, error) {
 		return 0, wrapPebble("write snapshot", err)
 	}
 	s.snapNo = no
+	s.installed = append(s.installed, no)
 	return no, nil
 }
 

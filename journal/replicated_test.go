@@ -1,8 +1,13 @@
 package journal
 
 import (
+	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weexcore/exchange/engine"
 )
@@ -97,5 +102,137 @@ func TestReplicatedRows(t *testing.T) {
 	// Damage is refused, not applied.
 	if _, err := DecodeRows(data[4:len(data)-3], ledger); err == nil {
 		t.Error("truncated rows decoded")
+	}
+}
+
+// TestFullReplayAcrossInstall: member a falls behind b (the group) and
+// installs b's snapshot (WriteSnapshotRows), so its journal stops short of
+// the snapshot's sequences and goes on after them. A full replay replays
+// a's records up to the snapshot, goes on from it (FromInstalled) and
+// ends in the state of the snapshot and tail, and of b; across local
+// snapshots (the installed one is not pruned) and a second install.
+// Without the install marker the same gap is a missing record.
+func TestFullReplayAcrossInstall(t *testing.T) {
+	adir, bdir := t.TempDir(), t.TempDir()
+	a, ast, err := openLoad(t, adir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, bst, err := openLoad(t, bdir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ash, bsh := newShards(a, ast), newShards(b, bst)
+	var u, v engine.UserIdx
+	for _, sh := range []*shards{ash, bsh} {
+		sh.do(t, engine.Cmd{Kind: engine.CmdAddUser, UID: feeUID})
+		u = sh.do(t, engine.Cmd{Kind: engine.CmdAddUser, UID: 100}).User
+		v = sh.do(t, engine.Cmd{Kind: engine.CmdAddUser, UID: 200}).User
+		sh.moreBatches(t, u, v, 3, 6)
+	}
+	if _, err := a.WriteSnapshot(encodeSnapshot(ast)); err != nil {
+		t.Fatal(err)
+	}
+	reopen := func() {
+		t.Helper()
+		if a, ast, err = openLoad(t, adir, nil); err != nil {
+			t.Fatal(err)
+		}
+		now := bsh.now
+		ash = newShards(a, ast)
+		ash.now = now
+	}
+	// install: b runs batches a misses, and a installs b's snapshot and
+	// restarts on it.
+	install := func(batches int) uint64 {
+		t.Helper()
+		bsh.moreBatches(t, u, v, batches, 6)
+		no, err := a.WriteSnapshotRows(encodeSnapshot(bst), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		reopen()
+		if ast.Hash() != bst.Hash() {
+			t.Fatal("the installed snapshot does not load b's state")
+		}
+		return no
+	}
+	// check: both replays of a (closed) end in b's state.
+	check := func(no uint64) {
+		t.Helper()
+		a.Close()
+		ro, err := Open(Options{Dir: adir, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		added := map[int64]int{}
+		full, err := ro.Load(LoadOptions{FullReplay: true, OnAddUser: func(c *engine.Cmd) { added[c.UID]++ }})
+		ro.Close()
+		if err != nil {
+			t.Fatalf("full replay across installed snapshot %d: %v", no, err)
+		}
+		for uid, n := range added {
+			if n != 1 {
+				t.Errorf("user %d announced %d times", uid, n)
+			}
+		}
+		tail, err := loadRO(adir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.FromInstalled != no || tail.FromInstalled != 0 {
+			t.Errorf("FromInstalled: full %d, snapshot+tail %d; want %d, 0", full.FromInstalled, tail.FromInstalled, no)
+		}
+		if full.Hash() != tail.Hash() || full.Hash() != bst.Hash() || !slices.Equal(full.Seqs, bst.Seqs) {
+			t.Errorf("full replay %s seqs %v, snapshot+tail %s, b %s seqs %v",
+				hashString(full.Hash()), full.Seqs, hashString(tail.Hash()), hashString(bst.Hash()), bst.Seqs)
+		}
+		reopen()
+	}
+	both := func(batches int) {
+		ash.moreBatches(t, u, v, batches, 6)
+		bsh.moreBatches(t, u, v, batches, 6)
+	}
+
+	no := install(2)
+	both(1) // market 0's shard and the ledger: market 1's shard has no record after the snapshot
+	check(no)
+	for range 3 {
+		if _, err := a.WriteSnapshot(encodeSnapshot(ast)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(no)
+	a.Close()
+	db := plainDB(t, adir, true)
+	var kept []uint64
+	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxSnapshot}, UpperBound: []byte{pfxSnapshot + 1}})
+	for valid := it.First(); valid; valid = it.Next() {
+		kept = append(kept, be.Uint64(it.Key()[1:]))
+	}
+	it.Close()
+	db.Close()
+	if want := []uint64{no, no + 2, no + 3}; !slices.Equal(kept, want) {
+		t.Errorf("snapshots kept %v, want %v (the installed one and the two newest)", kept, want)
+	}
+	reopen()
+
+	no = install(1)
+	both(2)
+	check(no)
+
+	a.Close()
+	db = plainDB(t, adir, false)
+	if err := db.DeleteRange([]byte{pfxInstall}, []byte{pfxInstall + 1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := loadRO(adir, true); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "gap") {
+		t.Fatalf("full replay of the gap without the install marker: %v, want a gap (ErrCorrupt)", err)
+	}
+	if st, err := loadRO(adir, false); err != nil || st.Hash() != bst.Hash() {
+		t.Fatalf("snapshot+tail without the install marker: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 
@@ -71,11 +72,32 @@ func (s *Store) WriteSnapshot(v []byte) (uint64, error) {
 		return 0, wrapPebble("write snapshot", err)
 	}
 	if s.snapNo > keepSnapshots {
-		if err := s.db.DeleteRange(snapshotKey(nil, 0), snapshotKey(nil, s.snapNo-keepSnapshots+1), pebble.NoSync); err != nil {
+		if err := s.prune(s.snapNo - keepSnapshots + 1); err != nil {
 			s.log.Warn("journal: prune snapshots", "err", err)
 		}
 	}
 	return s.snapNo, nil
+}
+
+// prune deletes the snapshots numbered below end but the installed ones:
+// those stand for journal records this member never wrote (recover).
+func (s *Store) prune(end uint64) error {
+	lo := uint64(0)
+	for _, n := range s.installed {
+		if n >= end {
+			break
+		}
+		if lo < n {
+			if err := s.db.DeleteRange(snapshotKey(nil, lo), snapshotKey(nil, n), pebble.NoSync); err != nil {
+				return err
+			}
+		}
+		lo = n + 1
+	}
+	if lo < end {
+		return s.db.DeleteRange(snapshotKey(nil, lo), snapshotKey(nil, end), pebble.NoSync)
+	}
+	return nil
 }
 
 // HasSnapshot reports whether the store holds a snapshot.
@@ -88,6 +110,9 @@ func (s *Store) loadSnapshot(st *State, full bool) ([]uint64, bool, error) {
 	from := make([]uint64, len(st.Engines))
 	for i := range from {
 		from[i] = 1
+	}
+	if err := s.readInstalled(); err != nil {
+		return nil, false, err
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxSnapshot}, UpperBound: []byte{pfxSnapshot + 1}})
 	if err != nil {
@@ -123,6 +148,112 @@ func (s *Store) loadSnapshot(st *State, full bool) ([]uint64, bool, error) {
 		return nil, false, wrapPebble("read snapshots", err)
 	}
 	return from, false, nil
+}
+
+// readInstalled reads the numbers of the snapshots marked installed.
+func (s *Store) readInstalled() error {
+	s.installed = s.installed[:0]
+	return s.viewIter([]byte{pfxInstall}, []byte{pfxInstall + 1}, func(it *pebble.Iterator) error {
+		for valid := it.First(); valid; valid = it.Next() {
+			if len(it.Key()) != 9 {
+				return fmt.Errorf("%w: bad install key %x", ErrCorrupt, it.Key())
+			}
+			s.installed = append(s.installed, be.Uint64(it.Key()[1:]))
+		}
+		return nil
+	})
+}
+
+// installJumps returns, in order, the numbers and sequences of the
+// installed snapshots the journal stops short of: on some shard the
+// records up to the snapshot's sequence end before it. That the records
+// go on right after it is left to the replay, which refuses a gap there
+// as anywhere.
+func (s *Store) installJumps(shards int) ([]uint64, [][]uint64, error) {
+	var nos []uint64
+	var seqs [][]uint64
+	for _, no := range s.installed {
+		var sq []uint64
+		bad := errors.New("missing")
+		found, err := s.get(snapshotKey(nil, no), func(v []byte) {
+			if bad = checkSnapshot(v, shards); bad == nil {
+				sq, bad = snapshotSeqs(v, shards)
+			}
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if !found || bad != nil {
+			s.log.Warn("journal: installed snapshot unusable for a full replay", "snapshot", no, "err", bad)
+			continue
+		}
+		short := false
+		for i, seq := range sq {
+			end, err := s.journalEnd(i, seq)
+			if err != nil {
+				return nil, nil, err
+			}
+			short = short || end < seq
+		}
+		if short {
+			nos, seqs = append(nos, no), append(seqs, sq)
+		}
+	}
+	return nos, seqs, nil
+}
+
+// journalEnd returns the last sequence of shard's records that start at
+// or before seq (0: none).
+func (s *Store) journalEnd(shard int, seq uint64) (uint64, error) {
+	var end uint64
+	err := s.viewIter(journalKey(nil, shard, 0), journalKey(nil, shard, seq+1), func(it *pebble.Iterator) error {
+		if !it.Last() {
+			return nil
+		}
+		if len(it.Key()) != 10 {
+			return fmt.Errorf("%w: shard %d: bad key %x", ErrCorrupt, shard, it.Key())
+		}
+		first := be.Uint64(it.Key()[2:])
+		v, err := it.ValueAndErr()
+		var r record
+		if err == nil {
+			r, err = checkRecord(v)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: shard %d: record at seq %d: %w", ErrCorrupt, shard, first, err)
+		}
+		end = first + uint64(r.count) - 1
+		return nil
+	})
+	return end, err
+}
+
+// loadInstalled restores installed snapshot no into the new state st.
+func (s *Store) loadInstalled(st *State, no uint64) error {
+	err := fmt.Errorf("%w: missing", ErrCorrupt)
+	if _, gerr := s.get(snapshotKey(nil, no), func(v []byte) {
+		if err = checkSnapshot(v, st.MarketShards()); err == nil {
+			err = restoreSnapshot(st, v)
+		}
+	}); gerr != nil {
+		err = gerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal: installed snapshot %d: %w", no, err)
+	}
+	return nil
+}
+
+// snapshotSeqs returns each shard's sequence in the checked snapshot v.
+func snapshotSeqs(v []byte, shards int) ([]uint64, error) {
+	seqs := make([]uint64, shards+1)
+	if len(v) < 2+16*len(seqs)+4 {
+		return nil, fmt.Errorf("%w: snapshot header", ErrCorrupt)
+	}
+	for i := range seqs {
+		seqs[i] = le.Uint64(v[2+16*i:])
+	}
+	return seqs, nil
 }
 
 func checkSnapshot(v []byte, shards int) error {
@@ -182,14 +313,17 @@ func restoreSnapshot(st *State, v []byte) error {
 	return nil
 }
 
-// announceUsers calls onAddUser, in user order, for every user the loaded
-// snapshot registered: their CmdAddUser is before the snapshot and is not
-// replayed, but the caller needs it (credentials). The commands come from
-// the "u" rows written with them.
-func (s *Store) announceUsers(st *State, onAddUser func(*engine.Cmd)) error {
+// announceUsers calls onAddUser, in user order, for every user from index
+// from on that the loaded snapshot registered: their CmdAddUser is before
+// the snapshot and is not replayed, but the caller needs it (credentials).
+// The commands come from the "u" rows written with them.
+func (s *Store) announceUsers(st *State, from int, onAddUser func(*engine.Cmd)) error {
 	n := st.Accounts.NumUsers()
-	seen := 0
-	err := s.scan([]byte{pfxUser}, userKey(nil, engine.UserIdx(n)), false, func(k, v []byte) bool {
+	if from >= n {
+		return nil
+	}
+	seen := from
+	err := s.scan(userKey(nil, engine.UserIdx(from)), userKey(nil, engine.UserIdx(n)), false, func(k, v []byte) bool {
 		var c engine.Cmd
 		if _, err := decodeCmd(v, &c); err != nil || c.Kind != engine.CmdAddUser {
 			s.log.Warn("journal: bad user row", "key", fmt.Sprintf("%x", k))

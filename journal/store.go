@@ -61,7 +61,8 @@ type Store struct {
 	meta   *meta      // as stored
 	fresh  bool       // this Open created the directory's meta
 
-	snapNo uint64 // number of the newest snapshot (one writer: the snapshot coordinator)
+	snapNo    uint64   // number of the newest snapshot (one writer: the snapshot coordinator)
+	installed []uint64 // snapshots installed from the group, ascending: never pruned (snapNo's writers)
 
 	replayed  int           // commands Load replayed
 	replayDur time.Duration // and how long loading and replaying took
