@@ -6,7 +6,8 @@
 // markets come from the directory's meta, so no config is needed), loads
 // it (the newest snapshot and the journal after it, or the whole journal
 // with -full), prints the state hash, each shard's sequence and per-coin
-// totals, runs engine.CheckInvariants, reads every table and value back
+// totals (and a note when -full had to go on from a snapshot the member
+// installed from its replicated group, whose records it never wrote), runs engine.CheckInvariants, reads every table and value back
 // (journal.Store.Scrub: damage the replay did not read), and optionally
 // exports every public trade and every finance record. It exits 1 on any
 // violation or damage (the server refuses the same directories: journal
@@ -29,7 +30,7 @@ import (
 func main() {
 	dir := flag.String("data", "", "data directory (required; the server's -data)")
 	flag.StringVar(dir, "dir", "", "same as -data")
-	full := flag.Bool("full", false, "ignore snapshots: replay every journal from the start")
+	full := flag.Bool("full", false, "ignore snapshots: replay every journal from the start (but across a snapshot installed from the group)")
 	compare := flag.Bool("compare", false, "also replay the other way (full vs snapshot+tail) and require the same state hash")
 	trades := flag.String("trades", "", "export public trades to this file (- for stdout)")
 	bills := flag.String("bills", "", "export finance records to this file (- for stdout)")
@@ -84,6 +85,10 @@ func run(dir string, full bool, tradesPath, billsPath string, csv, verbose bool)
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "dir\t%s\nreplay\t%v\nstate_hash\t%x\nseqs\t%v\n", dir, replay.Round(time.Millisecond), st.Hash(), st.Seqs)
+	if st.FromInstalled != 0 {
+		fmt.Fprintf(w, "note\tthe journal records snapshot %d covers were not written on this member: it installed the group leader's snapshot; "+
+			"the other members hold them (the full replay checked the records before it that this member has, then went on from it)\n", st.FromInstalled)
+	}
 	acc := st.Accounts
 	coins := acc.Coins()
 	fmt.Fprintf(w, "users\t%d\n", acc.NumUsers())
