@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -552,12 +553,17 @@ func (m replSM) Restore(index uint64, data []byte) error {
 	r.n.barMu.Lock()
 	defer r.n.barMu.Unlock()
 	r.restored.Store(true)
+	snap, users, err := decodeReplSnap(data)
+	if err != nil {
+		return fmt.Errorf("core: the leader's snapshot at %d: %w", index, err)
+	}
 	r.kv = append(r.kv[:0], [2][]byte{replica.AppliedKey(replGroup), replica.AppliedValue(index)})
-	no, err := r.n.store.WriteSnapshotRows(data, r.kv)
+	r.kv = append(r.kv, users...)
+	no, err := r.n.store.WriteSnapshotRows(snap, r.kv)
 	if err != nil {
 		return fmt.Errorf("core: install the leader's snapshot at %d: %w", index, err)
 	}
-	r.log.Warn("core: replica: installed the leader's snapshot; restarting to load it", "index", index, "snapshot", no, "bytes", len(data))
+	r.log.Warn("core: replica: installed the leader's snapshot; restarting to load it", "index", index, "snapshot", no, "bytes", len(data), "users", len(users))
 	return ErrRestart
 }
 
@@ -580,12 +586,85 @@ func (r *replicated) snapshotted(idx uint64, v []byte) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		users, err := r.n.store.UserRows()
+		if err != nil {
+			r.log.Warn("core: replica: snapshot not registered with raft: the users' rows", "index", idx, "err", err)
+			return
+		}
+		v := encodeReplSnap(v, users)
 		if err := r.g.SnapshotAt(idx, v); err != nil {
 			r.log.Warn("core: replica: snapshot not registered with raft", "index", idx, "err", err)
 			return
 		}
 		r.log.Info("core: replica: raft snapshot", "index", idx, "bytes", len(v))
 	}()
+}
+
+// A raft snapshot is the journal's snapshot and the users' registration
+// rows (journal.Store.UserRows), which a member that installs it needs to
+// announce the users the snapshot holds (their credentials): replSnapMagic,
+// uvarint length and the journal snapshot, uvarint count of rows, each
+// uvarint length and key, uvarint length and value. The rows may include
+// users created after the snapshot; their entries write the same rows
+// again. Data without the magic (an older member's) is a journal snapshot
+// alone (a journal snapshot begins with its version byte, 1).
+const replSnapMagic = "RSNP"
+
+func encodeReplSnap(snap []byte, rows [][2][]byte) []byte {
+	n := len(replSnapMagic) + 2*binary.MaxVarintLen64 + len(snap)
+	for _, kv := range rows {
+		n += 2*binary.MaxVarintLen64 + len(kv[0]) + len(kv[1])
+	}
+	b := make([]byte, 0, n)
+	b = append(b, replSnapMagic...)
+	b = binary.AppendUvarint(b, uint64(len(snap)))
+	b = append(b, snap...)
+	b = binary.AppendUvarint(b, uint64(len(rows)))
+	for _, kv := range rows {
+		b = binary.AppendUvarint(b, uint64(len(kv[0])))
+		b = append(b, kv[0]...)
+		b = binary.AppendUvarint(b, uint64(len(kv[1])))
+		b = append(b, kv[1]...)
+	}
+	return b
+}
+
+func decodeReplSnap(b []byte) (snap []byte, rows [][2][]byte, err error) {
+	if !bytes.HasPrefix(b, []byte(replSnapMagic)) {
+		return b, nil, nil
+	}
+	b = b[len(replSnapMagic):]
+	next := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, false
+		}
+		v := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return v, true
+	}
+	var ok bool
+	if snap, ok = next(); !ok {
+		return nil, nil, errors.New("truncated journal snapshot")
+	}
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count > uint64(len(b)) {
+		return nil, nil, errors.New("bad count of user rows")
+	}
+	b = b[k:]
+	rows = make([][2][]byte, count)
+	for i := range rows {
+		if rows[i][0], ok = next(); ok {
+			rows[i][1], ok = next()
+		}
+		if !ok {
+			return nil, nil, fmt.Errorf("truncated user row %d of %d", i, count)
+		}
+	}
+	if len(b) != 0 {
+		return nil, nil, fmt.Errorf("%d bytes after the user rows", len(b))
+	}
+	return snap, rows, nil
 }
 
 // apply replays a committed entry of another member (or of an earlier run

@@ -63,6 +63,13 @@ type keyTable struct {
 // credSlots is one generation of the table; len(s) is a power of two.
 type credSlots []atomic.Pointer[cred]
 
+// count returns the keys held.
+func (t *keyTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
 func newKeyTable() *keyTable {
 	t := &keyTable{seed: maphash.MakeSeed()}
 	s := make(credSlots, 64)

@@ -172,6 +172,9 @@ func New(o Options) (*Server, error) {
 	s.coinsBody = s.appendCoins(nil)
 	s.accountHead = appendAccountHead(nil, specs[:len(o.Config.Spot)])
 	reg, durations := newRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "exchanged_api_keys",
+		Help: "API keys this node authenticates: every registered user's (a replicated member should hold the leader's count)."},
+		func() float64 { return float64(s.keys.count()) }))
 	s.registry = reg
 	s.restRouter = newRouter(restEndpoints(), s.serveEndpoint, durations)
 	s.adminRouter = newRouter(adminEndpoints(s.clock != nil), s.serveAdminEndpoint, nil)

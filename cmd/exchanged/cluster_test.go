@@ -177,6 +177,25 @@ func (c *cluster) try(addr, method, path, body string, u *user) (resp, error) {
 	return resp{res.StatusCode, b, res.Header}, err
 }
 
+// metric returns the value of the unlabelled metric name on member id's
+// admin /metrics ("" if absent).
+func (c *cluster) metric(id uint64, name string) string {
+	hr, _ := http.NewRequest("GET", c.nodes[id].admin+"/metrics", nil)
+	hr.Header.Set("X-Admin-Token", "test-admin")
+	res, err := c.clients.Do(hr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // hashes returns each running member's state hash and sequences.
 func (c *cluster) hashes() map[uint64]string {
 	out := map[uint64]string{}
@@ -496,6 +515,22 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	c.nodes[f].cmd.Process.Kill()
 	<-c.nodes[f].exited
 	stop := c.streamFor(2 * time.Millisecond)
+	// users created while f is down: their credentials must reach it with
+	// the snapshot, which covers their registration
+	for range 3 {
+		hr, _ := http.NewRequest("POST", c.nodes[lead].admin+"/admin/v1/users", strings.NewReader(`{}`))
+		hr.Header.Set("X-Admin-Token", "test-admin")
+		hr.Header.Set("Content-Type", "application/json")
+		res, err := c.clients.Do(hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("create a user: %d %s", res.StatusCode, b)
+		}
+	}
 	time.Sleep(2 * time.Second)
 	acks, _ := stop()
 	c.start(f)
@@ -506,5 +541,12 @@ func TestClusterSnapshotCatchUp(t *testing.T) {
 	}
 	h := c.waitEqual(30 * time.Second)
 	c.checkAcked(lead, acks)
+	// (a follower holds the admin-created users' keys; the config's users
+	// are registered by the edge of the member that leads)
+	o := c.ids[(indexOf(c.ids, lead)+2)%3]
+	a, b := c.metric(o, "exchanged_api_keys"), c.metric(f, "exchanged_api_keys")
+	if n, _ := strconv.Atoi(a); a != b || n < 3 {
+		t.Fatalf("API keys: member %d holds %s, member %d after the snapshot %s", o, a, f, b)
+	}
 	t.Logf("%d orders while member %d was down; it caught up through a snapshot: %s", len(acks), f, h)
 }
