@@ -52,13 +52,19 @@ func (p *syncPace) commit(n int) {
 
 // gapFor returns the gap between syncs at rate commands/s.
 func gapFor(rate int64) time.Duration {
+	return ramp(rate, paceLoadLow, paceLoadHigh, paceGap, paceGapMax)
+}
+
+// ramp returns lo up to rate from, hi from rate to on, and the straight
+// line between them.
+func ramp(rate, from, to int64, lo, hi time.Duration) time.Duration {
 	switch {
-	case rate <= paceLoadLow:
-		return paceGap
-	case rate >= paceLoadHigh:
-		return paceGapMax
+	case rate <= from:
+		return lo
+	case rate >= to:
+		return hi
 	}
-	return paceGap + (paceGapMax-paceGap)*time.Duration(rate-paceLoadLow)/(paceLoadHigh-paceLoadLow)
+	return lo + (hi-lo)*time.Duration(rate-from)/time.Duration(to-from)
 }
 
 // syncGap returns the gap the committer keeps between syncs: the paced

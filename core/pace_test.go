@@ -71,3 +71,19 @@ func TestSyncPace(t *testing.T) {
 		t.Fatalf("mid-window: got %v, want %v", got, paceGap)
 	}
 }
+
+func TestGapRamps(t *testing.T) {
+	for _, c := range []struct {
+		f    func(int64) time.Duration
+		rate int64
+		want time.Duration
+	}{
+		{gapFor, 0, paceGap}, {gapFor, paceLoadLow, paceGap}, {gapFor, (paceLoadLow + paceLoadHigh) / 2, (paceGap + paceGapMax) / 2},
+		{gapFor, paceLoadHigh, paceGapMax}, {gapFor, 1 << 40, paceGapMax},
+		{replGapFor, 500, replGapMin}, {replGapFor, 2500, time.Millisecond}, {replGapFor, 4000, replGapMax}, {replGapFor, 90000, replGapMax},
+	} {
+		if got := c.f(c.rate); got != c.want {
+			t.Errorf("gap at %d commands/s: %v, want %v", c.rate, got, c.want)
+		}
+	}
+}

@@ -378,13 +378,7 @@ func (r *replRate) gap(p *syncPace, now int64) time.Duration {
 
 // replGapFor returns the gap between entries at rate commands/s.
 func replGapFor(rate int64) time.Duration {
-	switch {
-	case rate <= replLoadLow:
-		return replGapMin
-	case rate >= replLoadHigh:
-		return replGapMax
-	}
-	return replGapMin + (replGapMax-replGapMin)*time.Duration(rate-replLoadLow)/(replLoadHigh-replLoadLow)
+	return ramp(rate, replLoadLow, replLoadHigh, replGapMin, replGapMax)
 }
 
 // replPipeline bounds the slots proposed and not yet finished.
