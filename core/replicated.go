@@ -739,6 +739,7 @@ func (s *shard) replay(j *replayJob) {
 	if s.rb == nil {
 		s.rb = s.n.store.NewBatch()
 	}
+	total, wrote := 0, false
 	for _, rec := range j.recs {
 		last := rec.First + uint64(len(rec.Cmds)) - 1
 		if last <= s.seq {
@@ -772,6 +773,13 @@ func (s *shard) replay(j *replayJob) {
 			s.rb.SetRow(kv[0], kv[1])
 		}
 		s.w.Finish(s.rb)
+		s.flush(-1)
+		total += count
+		wrote = true
+	}
+	if wrote {
+		// One commit for the job's records (the shard takes no request
+		// in between).
 		s.wroteKeys.Add(uint64(s.rb.Keys()))
 		s.wroteBytes.Add(uint64(s.rb.Bytes()))
 		err := s.rb.CommitUnsynced()
@@ -780,9 +788,8 @@ func (s *shard) replay(j *replayJob) {
 			j.err = fmt.Errorf("shard %d: %w", s.id, err)
 			return // the memory is ahead of the journal: the member stops
 		}
-		s.flush(-1)
 		s.flushed.Store(s.seq)
-		s.n.sinceSnap.Add(int64(count))
+		s.n.sinceSnap.Add(int64(total))
 	}
 	s.n.metrics.resting(s.id, s.eng.WorkingOrders(), s.eng.OpenPositions())
 }

@@ -327,7 +327,7 @@ func (g *Group) run() {
 	saved := make(chan *readyJob, 1)
 	go func() {
 		for j := range jobs {
-			j.err = n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, j.wrote)
+			j.save()
 			saved <- j
 		}
 	}()
@@ -411,7 +411,7 @@ func (g *Group) run() {
 				jobs <- j
 				break
 			}
-			j.err = n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, j.wrote)
+			j.save()
 			if err := n.readyEnd(j); err != nil {
 				fail(err)
 				return

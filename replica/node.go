@@ -319,7 +319,7 @@ func (n *node) ready() (bool, error) {
 	if j == nil {
 		return false, nil
 	}
-	j.err = n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, j.wrote)
+	j.save()
 	return true, n.readyEnd(j)
 }
 
@@ -336,6 +336,16 @@ func (j *readyJob) wrote() {
 	if k := len(j.rd.Entries); k > 0 {
 		j.n.written.Store(j.rd.Entries[k-1].Index)
 	}
+}
+
+// save does the job's write. Only a leader answers before the sync
+// (ackEarly), so only its write is split into a write and a sync.
+func (j *readyJob) save() {
+	var written func()
+	if j.leading {
+		written = j.wrote
+	}
+	j.err = j.n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, written)
 }
 
 // mustSync reports whether the job's write must be synced (else it is a

@@ -241,7 +241,7 @@ func (g *simGroup) settle() {
 				if !g.draining && g.rng.IntN(4) == 0 {
 					continue
 				}
-				m.job.err = m.n.st.save(m.job.rd.HardState, m.job.rd.Entries, m.job.rd.Snapshot, m.job.wrote)
+				m.job.save()
 				m.saved, again = true, true
 			}
 			m.n.ackEarly()

@@ -469,15 +469,24 @@ func (s *Storage) save(hard raftpb.HardState, ents []raftpb.Entry, snap raftpb.S
 	sync := !raft.IsEmptySnap(snap) || raft.MustSync(hard, s.hard, len(ents))
 	s.mu.Unlock()
 	locked = false
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return err
-	}
-	if written != nil {
-		written()
-	}
-	if sync {
-		if err := s.db.LogData(nil, pebble.Sync); err != nil {
+	switch {
+	case written == nil:
+		opt := pebble.NoSync
+		if sync {
+			opt = pebble.Sync
+		}
+		if err := b.Commit(opt); err != nil {
 			return err
+		}
+	default: // written, then synced
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		written()
+		if sync {
+			if err := s.db.LogData(nil, pebble.Sync); err != nil {
+				return err
+			}
 		}
 	}
 	s.mu.Lock()
