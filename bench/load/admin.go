@@ -80,6 +80,11 @@ const (
 	metricWALSync = "exchanged_wal_fsync_seconds"
 )
 
+// Raw returns the body of a GET of path on the admin listener.
+func (a *Admin) Raw(path string) ([]byte, error) {
+	return a.raw(fasthttp.MethodGet, path, nil)
+}
+
 // Metrics reads the server's counters.
 func (a *Admin) Metrics() (Metrics, error) {
 	b, err := a.raw(fasthttp.MethodGet, "/metrics", nil)

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -182,7 +183,26 @@ func runReplicated(r *Run) error {
 	r.Repl = RunSearch(ReplName, gen, search, g.counters, a.Metrics, pr)
 	r.Repl.Mix = MixName(0) + ", three-node group"
 	turn.take()
+	if moved := leaderMoved(g, leader, token); moved != "" {
+		// The generator keeps to the first leader: its steps after the
+		// move were answered by a follower's refusals.
+		fmt.Fprintln(pr, "bench: "+moved)
+		r.Setup = append(r.Setup, moved)
+	}
 	return nil
+}
+
+// leaderMoved says so when the member that led at the start no longer
+// leads (an overloaded step can cost a leader its quorum's heartbeats).
+func leaderMoved(g *group, leader int, token string) string {
+	for _, id := range g.ids {
+		a := &load.Admin{Addr: g.procs[id].Addrs["admin"], Token: token}
+		b, err := a.Raw("/metrics")
+		if err == nil && id != leader && bytes.Contains(b, []byte("\nexchanged_replica_is_leader 1\n")) {
+			return fmt.Sprintf("replicated: node %d leads at the end, not node %d: the steps after the move measured a follower's refusals (its log says when)", id, leader)
+		}
+	}
+	return ""
 }
 
 // waitLeader waits until every member's /readyz answers 200 (a leader is
