@@ -129,7 +129,7 @@ type replEntry struct {
 // replApplyQueue bounds the committed entries queued for the applier; with
 // it full, the raft loop waits (a follower that cannot keep up with
 // applying stops acknowledging, and the leader's flow control holds).
-const replApplyQueue = 256
+const replApplyQueue = 1024
 
 // replayJob is one shard's part of a committed entry.
 type replayJob struct {

@@ -318,10 +318,11 @@ func (g *Group) run() {
 	flush.Stop()
 	defer flush.Stop()
 	flushing := false
-	// A Ready whose write must be synced is written by the writer
-	// goroutine while the loop goes on stepping messages and taking
-	// proposals (they join the next Ready); one at a time, and no snapshot
-	// or compaction of the log meanwhile (snapc is off).
+	// A Ready that writes anything is written by the writer goroutine
+	// while the loop goes on stepping messages, ticking (heartbeats) and
+	// taking proposals (they join the next Ready): a stalled disk holds
+	// no message. One at a time, and no snapshot or compaction of the log
+	// meanwhile (snapc is off).
 	var saving *readyJob
 	jobs := make(chan *readyJob)
 	saved := make(chan *readyJob, 1)
@@ -406,7 +407,7 @@ func (g *Group) run() {
 			if j == nil {
 				break
 			}
-			if j.mustSync() {
+			if j.writes() {
 				saving = j
 				jobs <- j
 				break

@@ -348,10 +348,10 @@ func (j *readyJob) save() {
 	j.err = j.n.st.save(j.rd.HardState, j.rd.Entries, j.rd.Snapshot, written)
 }
 
-// mustSync reports whether the job's write must be synced (else it is a
-// commit index only, written at once on the loop).
-func (j *readyJob) mustSync() bool {
-	return !raft.IsEmptySnap(j.rd.Snapshot) || raft.MustSync(j.rd.HardState, j.n.st.HardState(), len(j.rd.Entries))
+// writes reports whether the job writes anything (else it is messages and
+// committed entries only, done at once on the loop).
+func (j *readyJob) writes() bool {
+	return !raft.IsEmptySnap(j.rd.Snapshot) || !raft.IsEmptyHardState(j.rd.HardState) || len(j.rd.Entries) > 0
 }
 
 func (n *node) readyBegin() *readyJob {
