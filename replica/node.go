@@ -187,7 +187,22 @@ func newNode(cfg nodeConfig, st *Storage, sm StateMachine, send func([]raftpb.Me
 		applied = s.Metadata.Index
 	}
 	if hs := st.HardState(); applied > hs.Commit && applied > st.SnapshotMeta().Index {
-		return nil, fmt.Errorf("replica: the state machine holds index %d, past the commit index %d", applied, hs.Commit)
+		// A leader answers an entry once the followers' quorum holds it
+		// (ackEarly), before its hard state records the new commit; its
+		// state machine may then have applied the entry, which its log
+		// holds (written before anything applying it wrote). The entry is
+		// committed for good, so the commit index is raised to it.
+		last, err := st.LastIndex()
+		if err != nil {
+			return nil, err
+		}
+		if applied > last {
+			return nil, fmt.Errorf("replica: the state machine holds index %d, past the log's last index %d (commit %d)", applied, last, hs.Commit)
+		}
+		hs.Commit = applied
+		if err := st.Save(hs, nil, raftpb.Snapshot{}); err != nil {
+			return nil, err
+		}
 	}
 	n.applied, n.lastSnap = applied, st.SnapshotMeta().Index
 	rc := &raft.Config{

@@ -257,3 +257,35 @@ func TestStorageRandom(t *testing.T) {
 		checkSame(t, fmt.Sprintf("round %d", r), st, mem)
 	}
 }
+
+// A leader that answered an entry on its followers' quorum (ackEarly) may
+// have applied it before its hard state recorded the commit: a restart
+// raises the commit index to what was applied, if the log holds it.
+func TestRestartAppliedPastCommit(t *testing.T) {
+	db := openDB(t, t.TempDir())
+	st, err := NewStorage(db, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Bootstrap([]uint64{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	var es []raftpb.Entry
+	for i := uint64(1); i <= 5; i++ {
+		es = append(es, raftpb.Entry{Index: i, Term: 1, Data: []byte{byte(i)}})
+	}
+	if err := st.Save(raftpb.HardState{Term: 1, Vote: 1, Commit: 2}, es, raftpb.Snapshot{}); err != nil {
+		t.Fatal(err)
+	}
+	send := func([]raftpb.Message) {}
+	if _, err := newNode(nodeConfig{ID: 1, Applied: 9}, st, &recorder{id: 1, seen: &seenLog{m: map[uint64][]byte{}}}, send); err == nil {
+		t.Fatal("applied 9 with a log ending at 5: no error")
+	}
+	n, err := newNode(nodeConfig{ID: 1, Applied: 4}, st, &recorder{id: 1, seen: &seenLog{m: map[uint64][]byte{}}}, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := st.HardState().Commit; c != 4 || n.rn.BasicStatus().Commit != 4 {
+		t.Fatalf("commit after the restart: stored %d, raft %d, want 4", c, n.rn.BasicStatus().Commit)
+	}
+}
