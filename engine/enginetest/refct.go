@@ -69,6 +69,20 @@ type RefPosition struct {
 	Opening                          int64 // the working opens' remaining quantity on this side
 }
 
+// open adds q worth n with margin to the position, filled from a working
+// open order (counted in Opening until it fills).
+func (ps *RefPosition) open(q, n, margin, timeMs int64) {
+	if ps.Size == 0 {
+		ps.CreatedMs = timeMs
+	}
+	ps.Size += q
+	ps.OpenValue += n
+	ps.Margin += margin
+	ps.OpenQty += q
+	ps.OpenVal += n
+	ps.Opening -= q
+}
+
 // AddContract adds contract market id with config c (ids ascending).
 func (r *Ref) AddContract(id engine.MarketID, c engine.ContractConfig) {
 	// its book's rules are a spot market's: the order size bounds both
@@ -269,15 +283,7 @@ func (r *Ref) settle(m *RefMarket, o *RefOrder, q, n int64, rate *big.Rat) (f, p
 		o.Reserved = after
 		f = min(f, part)
 		margin := min(ceilDiv(big.NewInt(n), int64(o.Lev)).Int64(), part-f)
-		if ps.Size == 0 {
-			ps.CreatedMs = r.timeMs
-		}
-		ps.Size += q
-		ps.OpenValue += n
-		ps.Margin += margin
-		ps.OpenQty += q
-		ps.Opening -= q
-		ps.OpenVal += n
+		ps.open(q, n, margin, r.timeMs)
 		w.Avail += part - f - margin
 		delta = -f
 		r.attach(m, o)

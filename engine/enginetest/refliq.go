@@ -449,15 +449,7 @@ func (r *Ref) takeOver(m *RefMarket, o *RefOrder, q, n int64) {
 	if w.Avail < 0 {
 		panic("enginetest: a takeover's margin exceeds the insurance account's available")
 	}
-	if ps.Size == 0 {
-		ps.CreatedMs = r.timeMs
-	}
-	ps.Size += q
-	ps.OpenValue += n
-	ps.Margin += margin
-	ps.OpenQty += q
-	ps.OpenVal += n
-	ps.Opening -= q // contractPlaced counted the order as a working open
+	ps.open(q, n, margin, r.timeMs) // contractPlaced counted the order as a working open
 	ps.UpdatedMs = r.timeMs
 }
 
@@ -512,15 +504,7 @@ func (r *Ref) liqPrice(m *RefMarket, u engine.UserIdx, sd engine.PosSide) int64 
 				return hi
 			}
 		}
-		for hi-lo > 1 { // under(lo), !under(hi)
-			mid := lo + (hi-lo)/2
-			if under(mid) {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		return lo
+		return lastTrue(lo, hi, under)
 	}
 	// the lowest underwater mark
 	lo := mark
@@ -536,13 +520,18 @@ func (r *Ref) liqPrice(m *RefMarket, u engine.UserIdx, sd engine.PosSide) int64 
 		}
 		lo, hi = hi, min(top, 2*hi)
 	}
-	for hi-lo > 1 { // !under(lo), under(hi)
-		mid := lo + (hi-lo)/2
-		if under(mid) {
-			hi = mid
-		} else {
+	return lastTrue(lo, hi, func(x int64) bool { return !under(x) }) + 1
+}
+
+// lastTrue returns the largest x in [lo, hi) with f(x), given f(lo) and
+// not f(hi), and f true up to a point and false after it.
+func lastTrue(lo, hi int64, f func(int64) bool) int64 {
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; f(mid) {
 			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	return hi
+	return lo
 }
