@@ -412,8 +412,7 @@ func (g *Group) run() {
 				jobs <- j
 				break
 			}
-			j.save()
-			if err := n.readyEnd(j); err != nil {
+			if err := n.readyEnd(j); err != nil { // nothing to write
 				fail(err)
 				return
 			}
